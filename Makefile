@@ -1,0 +1,28 @@
+# eds: `make run` serves a demo database; `make test` runs the whole suite.
+SHELL := /bin/sh
+CARGO ?= cargo
+# The test suite's throwaway PostgreSQL cluster (one per checkout).
+TEST_PG_DIR ?= /tmp/eds-test-pg-$(shell pwd | sha256sum | cut -c1-16)
+export EDS_TEST_PG_DIR := $(TEST_PG_DIR)
+
+.PHONY: run test deps build lint clean-test-cluster
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(CARGO) build --release
+
+run: build
+	@scripts/run-demo.sh
+
+lint: deps
+	$(CARGO) fmt --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+test: lint
+	$(CARGO) test --all-targets; status=$$?; scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"; exit $$status
+
+clean-test-cluster:
+	scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"
+	rm -rf "$(TEST_PG_DIR)" "$(TEST_PG_DIR).lock"

@@ -1,0 +1,3 @@
+DROP TABLE property_values;
+DROP TABLE entities;
+DROP TABLE databases;

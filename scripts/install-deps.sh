@@ -1,0 +1,26 @@
+#!/bin/sh
+# Installs what building and running eds needs, when it is missing:
+# PostgreSQL server binaries, libpq headers and pkg-config (diesel), jq (the
+# README walk-through). Uses apt; as a non-root user it goes through sudo.
+set -eu
+
+missing=""
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$missing postgresql"
+[ -e /usr/include/postgresql/libpq-fe.h ] || missing="$missing libpq-dev"
+command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+command -v jq >/dev/null 2>&1 || missing="$missing jq"
+command -v curl >/dev/null 2>&1 || missing="$missing curl"
+
+[ -z "$missing" ] && exit 0
+
+echo "installing:$missing" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+# shellcheck disable=SC2086
+$sudo apt-get install -y -q --no-install-recommends $missing
+# Debian's package starts a system cluster; eds runs its own.
+if echo "$missing" | grep -q postgresql && command -v systemctl >/dev/null 2>&1; then
+    $sudo systemctl disable --now postgresql >/dev/null 2>&1 || true
+fi

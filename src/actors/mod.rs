@@ -1,0 +1,3 @@
+//! Actors: one writer per database.
+
+pub mod db_writer;

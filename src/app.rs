@@ -1,0 +1,175 @@
+//! Wiring: the database connection (or the private cluster), the shared state
+//! and the HTTP server.
+
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::path::Path;
+
+use actix_web::dev::{Server, ServiceResponse};
+use actix_web::http::header;
+use actix_web::middleware::{ErrorHandlerResponse, ErrorHandlers, Logger};
+use actix_web::{App, HttpServer, web};
+use rand::RngCore;
+
+use crate::actors::db_writer::Writers;
+use crate::auth::jwt::JwtKeys;
+use crate::config::Settings;
+use crate::db::{self, Pool, local_cluster::LocalCluster};
+use crate::http::error::ApiError;
+use crate::http::{self, AppState};
+
+/// Name of the database eds keeps in its private cluster.
+const LOCAL_DATABASE: &str = "eds";
+
+/// The private cluster, stopped when dropped if this process started it.
+pub struct ClusterGuard {
+    cluster: LocalCluster,
+    started_here: bool,
+}
+
+impl Drop for ClusterGuard {
+    fn drop(&mut self) {
+        if self.started_here
+            && let Err(error) = self.cluster.stop()
+        {
+            tracing::warn!(%error, "stopping the local PostgreSQL cluster failed");
+        }
+    }
+}
+
+/// The PostgreSQL URL to use: `database.url`, or the private cluster's,
+/// started (and created) if needed. Blocking.
+pub fn database_url(settings: &Settings) -> Result<(String, Option<ClusterGuard>), String> {
+    if !settings.database.url.is_empty() {
+        return Ok((settings.database.url.clone(), None));
+    }
+    let cluster = LocalCluster::new(&settings.data.dir.join("postgres"))?;
+    let started_here = cluster.ensure_running(false)?;
+    let guard = ClusterGuard { cluster, started_here };
+    db::create_database_if_missing(&guard.cluster.url("postgres")?, LOCAL_DATABASE, None)?;
+    Ok((guard.cluster.url(LOCAL_DATABASE)?, Some(guard)))
+}
+
+/// `auth.jwt_secret`, or a secret generated once and kept in `data.dir`.
+pub fn jwt_secret(settings: &Settings) -> Result<Vec<u8>, String> {
+    if !settings.auth.jwt_secret.is_empty() {
+        return Ok(settings.auth.jwt_secret.as_bytes().to_vec());
+    }
+    let path = settings.data.dir.join("jwt_secret");
+    if let Ok(secret) = std::fs::read_to_string(&path) {
+        return Ok(secret.trim().as_bytes().to_vec());
+    }
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    let secret = hex::encode(bytes);
+    write_private(&path, &secret).map_err(|e| format!("cannot keep the JWT secret in {}: {e}", path.display()))?;
+    Ok(secret.into_bytes())
+}
+
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?
+        .write_all(text.as_bytes())
+}
+
+/// The shared state for a server on `pool`.
+pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, String> {
+    let jwt = JwtKeys::new(&jwt_secret(settings)?, settings.auth.untyped_tokens_until);
+    let trusted_proxies = settings
+        .http
+        .trusted_proxies
+        .iter()
+        .map(|proxy| {
+            proxy
+                .parse::<IpAddr>()
+                .map_err(|_| format!("http.trusted_proxies: {proxy:?} is not an IP address"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let writers = Writers::new(pool.clone(), settings.actors.writer_mailbox);
+    Ok(web::Data::new(AppState::new(pool, jwt, writers, trusted_proxies)))
+}
+
+/// Starts serving on `listener`; the returned server runs until stopped.
+pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpListener) -> std::io::Result<Server> {
+    let max_body = settings.http.max_body_bytes;
+    let mut server = HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .app_data(web::PayloadConfig::new(max_body))
+            .app_data(
+                web::QueryConfig::default()
+                    .error_handler(|error, _| ApiError::bad_request("invalid_query", error.to_string()).into()),
+            )
+            .app_data(web::PathConfig::default().error_handler(|_, _| http::not_found().into()))
+            .wrap(ErrorHandlers::new().default_handler(json_error_body))
+            .wrap(Logger::new("%a \"%r\" %s %b %Dms"))
+            .configure(http::routes)
+            .default_service(web::to(|| async {
+                Err::<actix_web::HttpResponse, _>(http::not_found())
+            }))
+    })
+    .listen(listener)?;
+    if settings.http.workers > 0 {
+        server = server.workers(settings.http.workers);
+    }
+    Ok(server.run())
+}
+
+/// Error responses made outside the handlers (payload limits, method
+/// mismatches) get the same JSON body as every other error.
+fn json_error_body<B>(response: ServiceResponse<B>) -> actix_web::Result<ErrorHandlerResponse<B>> {
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"application/json"));
+    if is_json || !(response.status().is_client_error() || response.status().is_server_error()) {
+        return Ok(ErrorHandlerResponse::Response(response.map_into_left_body()));
+    }
+    let status = response.status();
+    let message = status.canonical_reason().unwrap_or("Error");
+    let code = match status.as_u16() {
+        413 => "payload_too_large",
+        405 => "method_not_allowed",
+        404 => "not_found",
+        _ if status.is_server_error() => "internal",
+        _ => "bad_request",
+    };
+    let (request, _) = response.into_parts();
+    let body = actix_web::HttpResponse::build(status).json(serde_json::json!({
+        "status": status.as_u16(),
+        "error": code,
+        "message": message,
+    }));
+    Ok(ErrorHandlerResponse::Response(
+        ServiceResponse::new(request, body).map_into_right_body(),
+    ))
+}
+
+/// Runs `eds serve` until the server is stopped.
+pub async fn serve(settings: Settings, url: String) -> Result<(), String> {
+    if settings.database.migrate_on_start {
+        let migrate_url = url.clone();
+        tokio::task::spawn_blocking(move || db::migrate(&migrate_url))
+            .await
+            .map_err(|e| e.to_string())??;
+    }
+    let pool = db::pool(
+        &url,
+        settings.database.pool_size,
+        settings.database.statement_timeout_ms,
+    )?;
+    let state = state(&settings, pool)?;
+    let listener =
+        TcpListener::bind(&settings.http.bind).map_err(|e| format!("cannot listen on {}: {e}", settings.http.bind))?;
+    let address: SocketAddr = listener.local_addr().map_err(|e| e.to_string())?;
+    let server = server(&settings, state, listener).map_err(|e| e.to_string())?;
+    tracing::info!("listening on http://{address}");
+    server.await.map_err(|e| e.to_string())
+}

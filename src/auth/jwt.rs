@@ -1,0 +1,176 @@
+//! JWTs: HS256, 12 hours. Claims:
+//! - `use`: the kind of token; the REST API accepts only `access`.
+//! - `sub`: the login the token stands for (`api_key:<db>:<value id>` for an API key).
+//! - `accounts`: database name → the caller's person id in it.
+//! - `ip`: the client address the token is bound to; absent on unbound tokens.
+//! - `iat`: issue time; `exp`: expiry; `auth_time`: the original login time,
+//!   carried unchanged through refreshes (all Unix seconds).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+use crate::http::error::ApiError;
+
+pub const TOKEN_LIFETIME_SECONDS: i64 = 12 * 60 * 60;
+pub const USE_ACCESS: &str = "access";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Claims {
+    #[serde(rename = "use", default, skip_serializing_if = "Option::is_none")]
+    pub token_use: Option<String>,
+    pub sub: String,
+    #[serde(default)]
+    pub accounts: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip: Option<String>,
+    pub iat: i64,
+    pub exp: i64,
+    pub auth_time: i64,
+}
+
+impl Claims {
+    /// Claims of a new access token for a login made at `now`.
+    pub fn access(sub: String, accounts: BTreeMap<String, String>, ip: Option<String>, now: DateTime<Utc>) -> Claims {
+        let issued = now.timestamp();
+        Claims {
+            token_use: Some(USE_ACCESS.to_owned()),
+            sub,
+            accounts,
+            ip,
+            iat: issued,
+            exp: issued + TOKEN_LIFETIME_SECONDS,
+            auth_time: issued,
+        }
+    }
+
+    /// The caller's person in database `db`, if the token grants it.
+    pub fn person_in(&self, db: &str) -> Option<&str> {
+        self.accounts.get(db).map(String::as_str)
+    }
+}
+
+/// Signs and checks tokens with the configured secret.
+pub struct JwtKeys {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    untyped_until: DateTime<Utc>,
+}
+
+impl JwtKeys {
+    pub fn new(secret: &[u8], untyped_tokens_until: NaiveDate) -> JwtKeys {
+        JwtKeys {
+            encoding: EncodingKey::from_secret(secret),
+            decoding: DecodingKey::from_secret(secret),
+            untyped_until: untyped_tokens_until
+                .and_hms_opt(0, 0, 0)
+                .expect("midnight exists")
+                .and_utc(),
+        }
+    }
+
+    pub fn sign(&self, claims: &Claims) -> Result<String, ApiError> {
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &self.encoding)
+            .map_err(|e| ApiError::internal("cannot sign a token", e))
+    }
+
+    /// Checks a token presented to the REST API: signature, expiry, `use`, and
+    /// the address binding.
+    pub fn verify_access(&self, token: &str, client_ip: &str, now: DateTime<Utc>) -> Result<Claims, ApiError> {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.leeway = 0;
+        validation.validate_exp = false; // checked below against the injected clock
+        validation.required_spec_claims.clear();
+        let claims = jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation)
+            .map_err(|_| ApiError::unauthorized("Invalid token"))?
+            .claims;
+        if claims.exp <= now.timestamp() {
+            return Err(ApiError::unauthorized("Token expired"));
+        }
+        match claims.token_use.as_deref() {
+            Some(USE_ACCESS) => {}
+            None if now < self.untyped_until => {}
+            _ => return Err(ApiError::unauthorized("Invalid token")),
+        }
+        if claims.ip.as_deref().is_some_and(|bound| bound != client_ip) {
+            return Err(ApiError::unauthorized("Invalid token"));
+        }
+        Ok(claims)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys() -> JwtKeys {
+        JwtKeys::new(b"secret", NaiveDate::from_ymd_opt(2026, 11, 6).unwrap())
+    }
+
+    fn claims(now: DateTime<Utc>) -> Claims {
+        let accounts = BTreeMap::from([("db".to_owned(), "p".to_owned())]);
+        Claims::access("api_key:db:v".into(), accounts, Some("127.0.0.1".into()), now)
+    }
+
+    #[test]
+    fn access_tokens_round_trip() {
+        let now = Utc::now();
+        let token = keys().sign(&claims(now)).unwrap();
+        let back = keys().verify_access(&token, "127.0.0.1", now).unwrap();
+        assert_eq!(back, claims(now));
+        assert_eq!(back.person_in("db"), Some("p"));
+        assert_eq!(back.exp - back.iat, TOKEN_LIFETIME_SECONDS);
+    }
+
+    #[test]
+    fn another_address_is_refused() {
+        let now = Utc::now();
+        let token = keys().sign(&claims(now)).unwrap();
+        let error = keys().verify_access(&token, "127.0.0.2", now).unwrap_err();
+        assert_eq!(error.message, "Invalid token");
+    }
+
+    #[test]
+    fn expired_and_foreign_tokens_are_refused() {
+        let now = Utc::now();
+        let token = keys().sign(&claims(now)).unwrap();
+        let later = now + chrono::Duration::seconds(TOKEN_LIFETIME_SECONDS);
+        assert_eq!(
+            keys().verify_access(&token, "127.0.0.1", later).unwrap_err().status,
+            401
+        );
+        let other = JwtKeys::new(b"other", NaiveDate::from_ymd_opt(2026, 11, 6).unwrap());
+        assert_eq!(other.verify_access(&token, "127.0.0.1", now).unwrap_err().status, 401);
+    }
+
+    #[test]
+    fn only_access_tokens_and_untyped_ones_before_the_cutoff_pass() {
+        let keys = keys();
+        let before = NaiveDate::from_ymd_opt(2026, 11, 1)
+            .unwrap()
+            .and_hms_opt(0, 0, 0)
+            .unwrap()
+            .and_utc();
+        let after = NaiveDate::from_ymd_opt(2026, 11, 7)
+            .unwrap()
+            .and_hms_opt(0, 0, 0)
+            .unwrap()
+            .and_utc();
+        for (kind, at, accepted) in [
+            (None, before, true),
+            (None, after, false),
+            (Some("session"), before, false),
+        ] {
+            let mut claims = claims(at);
+            claims.token_use = kind.map(str::to_owned);
+            let token = keys.sign(&claims).unwrap();
+            assert_eq!(
+                keys.verify_access(&token, "127.0.0.1", at).is_ok(),
+                accepted,
+                "{kind:?}"
+            );
+        }
+    }
+}

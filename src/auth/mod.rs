@@ -1,0 +1,4 @@
+//! Credentials and tokens: API keys (scrypt hashes) and JWTs.
+
+pub mod api_key;
+pub mod jwt;

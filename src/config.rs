@@ -1,0 +1,96 @@
+//! Layered configuration: `config/default.toml`, the file named by `EDS_CONFIG`,
+//! then `EDS__SECTION__KEY` environment variables (and `DATABASE_URL`).
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Settings {
+    pub http: HttpSettings,
+    pub database: DatabaseSettings,
+    pub data: DataSettings,
+    pub auth: AuthSettings,
+    pub actors: ActorSettings,
+    pub log: LogSettings,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct HttpSettings {
+    pub bind: String,
+    pub public_url: String,
+    pub api_url: String,
+    pub trusted_proxies: Vec<String>,
+    pub workers: usize,
+    pub max_body_bytes: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct DatabaseSettings {
+    pub url: String,
+    pub migrate_on_start: bool,
+    pub statement_timeout_ms: u64,
+    pub pool_size: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct DataSettings {
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AuthSettings {
+    pub jwt_secret: String,
+    pub untyped_tokens_until: chrono::NaiveDate,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ActorSettings {
+    pub writer_mailbox: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    pub level: String,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+impl Settings {
+    /// Reads the layers from the working directory and the process environment.
+    pub fn load() -> Result<Settings, config::ConfigError> {
+        Self::load_with(std::iter::empty())
+    }
+
+    /// As [`Settings::load`], with explicit overrides applied last (dotted keys).
+    pub fn load_with<'a>(
+        overrides: impl IntoIterator<Item = (&'a str, String)>,
+    ) -> Result<Settings, config::ConfigError> {
+        let mut builder =
+            config::Config::builder().add_source(config::File::with_name("config/default.toml").required(true));
+        if let Ok(path) = std::env::var("EDS_CONFIG") {
+            builder = builder.add_source(config::File::with_name(&path).required(true));
+        }
+        builder = builder.add_source(
+            config::Environment::with_prefix("EDS")
+                .prefix_separator("__")
+                .separator("__")
+                .list_separator(",")
+                .with_list_parse_key("http.trusted_proxies")
+                .try_parsing(true),
+        );
+        if let Ok(url) = std::env::var("DATABASE_URL") {
+            builder = builder.set_override("database.url", url)?;
+        }
+        for (key, value) in overrides {
+            builder = builder.set_override(key, value)?;
+        }
+        builder.build()?.try_deserialize()
+    }
+}

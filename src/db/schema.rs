@@ -1,0 +1,57 @@
+// Diesel table definitions matching `migrations/` (as `diesel print-schema` writes them).
+
+diesel::table! {
+    databases (name) {
+        name -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    entities (db, id) {
+        db -> Text,
+        id -> Text,
+        created_at -> Timestamptz,
+        created_by -> Nullable<Text>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted_by -> Nullable<Text>,
+        type_id -> Nullable<Text>,
+        parent_ids -> Array<Text>,
+        name -> Nullable<Text>,
+        sharing -> Text,
+        inherit_rights -> Bool,
+        owners -> Array<Text>,
+        editors -> Array<Text>,
+        expanders -> Array<Text>,
+        viewers -> Array<Text>,
+        noaccess -> Array<Text>,
+        doc -> Jsonb,
+    }
+}
+
+diesel::table! {
+    property_values (db, id) {
+        db -> Text,
+        id -> Text,
+        entity_id -> Text,
+        prop -> Text,
+        string -> Nullable<Text>,
+        number -> Nullable<Float8>,
+        boolean -> Nullable<Bool>,
+        date -> Nullable<Date>,
+        datetime -> Nullable<Timestamptz>,
+        reference -> Nullable<Text>,
+        filename -> Nullable<Text>,
+        filesize -> Nullable<Int8>,
+        filetype -> Nullable<Text>,
+        language -> Nullable<Text>,
+        secret -> Nullable<Text>,
+        secret_lookup -> Nullable<Text>,
+        created_at -> Timestamptz,
+        created_by -> Nullable<Text>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted_by -> Nullable<Text>,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(databases, entities, property_values);

@@ -1,0 +1,314 @@
+//! Rows of `entities` and `property_values` and the small queries on them.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+
+use crate::db::schema::{entities, property_values};
+use crate::rights::{RightsLists, Sharing};
+
+/// One stored value, without its credential columns.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = property_values)]
+pub struct ValueRow {
+    pub id: String,
+    pub entity_id: String,
+    pub prop: String,
+    pub string: Option<String>,
+    pub number: Option<f64>,
+    pub boolean: Option<bool>,
+    pub date: Option<NaiveDate>,
+    pub datetime: Option<DateTime<Utc>>,
+    pub reference: Option<String>,
+    pub filename: Option<String>,
+    pub filesize: Option<i64>,
+    pub filetype: Option<String>,
+    pub language: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub created_by: Option<String>,
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+/// A value to insert.
+#[derive(Debug, Clone, Default, Insertable)]
+#[diesel(table_name = property_values)]
+pub struct NewValue {
+    pub db: String,
+    pub id: String,
+    pub entity_id: String,
+    pub prop: String,
+    pub string: Option<String>,
+    pub number: Option<f64>,
+    pub boolean: Option<bool>,
+    pub date: Option<NaiveDate>,
+    pub datetime: Option<DateTime<Utc>>,
+    pub reference: Option<String>,
+    pub filename: Option<String>,
+    pub filesize: Option<i64>,
+    pub filetype: Option<String>,
+    pub language: Option<String>,
+    pub secret: Option<String>,
+    pub secret_lookup: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub created_by: Option<String>,
+}
+
+/// The parts of an entity's row that reads and rights checks need.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = entities)]
+pub struct EntityRow {
+    pub id: String,
+    pub type_id: Option<String>,
+    pub parent_ids: Vec<String>,
+    pub name: Option<String>,
+    pub sharing: String,
+    pub owners: Vec<String>,
+    pub editors: Vec<String>,
+    pub expanders: Vec<String>,
+    pub viewers: Vec<String>,
+    pub noaccess: Vec<String>,
+    pub doc: serde_json::Value,
+}
+
+impl EntityRow {
+    pub fn sharing(&self) -> Sharing {
+        Sharing::parse(&self.sharing).unwrap_or(Sharing::Private)
+    }
+
+    /// The effective rights lists kept in the projection.
+    pub fn lists(&self) -> RightsLists {
+        let set = |items: &[String]| items.iter().cloned().collect();
+        RightsLists {
+            owners: set(&self.owners),
+            editors: set(&self.editors),
+            expanders: set(&self.expanders),
+            viewers: set(&self.viewers),
+            noaccess: set(&self.noaccess),
+        }
+    }
+}
+
+/// A live entity; with `lock`, its row is locked until the transaction ends,
+/// which orders every write to one entity, across processes too.
+pub async fn live_entity(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    id: &str,
+    lock: bool,
+) -> QueryResult<Option<EntityRow>> {
+    let query = entities::table
+        .filter(entities::db.eq(db))
+        .filter(entities::id.eq(id))
+        .filter(entities::deleted_at.is_null())
+        .select(EntityRow::as_select());
+    if lock {
+        query.for_update().first(conn).await.optional()
+    } else {
+        query.first(conn).await.optional()
+    }
+}
+
+/// Live values of one entity, oldest first.
+pub async fn live_values(conn: &mut AsyncPgConnection, db: &str, entity_id: &str) -> QueryResult<Vec<ValueRow>> {
+    property_values::table
+        .filter(property_values::db.eq(db))
+        .filter(property_values::entity_id.eq(entity_id))
+        .filter(property_values::deleted_at.is_null())
+        .order(property_values::id.asc())
+        .select(ValueRow::as_select())
+        .load(conn)
+        .await
+}
+
+/// One value, live or deleted.
+pub async fn find_value(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryResult<Option<ValueRow>> {
+    property_values::table
+        .filter(property_values::db.eq(db))
+        .filter(property_values::id.eq(id))
+        .select(ValueRow::as_select())
+        .first(conn)
+        .await
+        .optional()
+}
+
+/// Marks values deleted (already deleted ones keep their first deletion).
+pub async fn soft_delete_values(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    ids: &[String],
+    at: DateTime<Utc>,
+    by: &str,
+) -> QueryResult<usize> {
+    diesel::update(property_values::table)
+        .filter(property_values::db.eq(db))
+        .filter(property_values::id.eq_any(ids))
+        .filter(property_values::deleted_at.is_null())
+        .set((property_values::deleted_at.eq(at), property_values::deleted_by.eq(by)))
+        .execute(conn)
+        .await
+}
+
+pub async fn insert_values(conn: &mut AsyncPgConnection, rows: &[NewValue]) -> QueryResult<usize> {
+    diesel::insert_into(property_values::table)
+        .values(rows)
+        .execute(conn)
+        .await
+}
+
+/// Inserts the row of a new entity; its projection is filled by `projection::project`.
+pub async fn insert_entity(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    id: &str,
+    at: DateTime<Utc>,
+    by: &str,
+) -> QueryResult<usize> {
+    diesel::insert_into(entities::table)
+        .values((
+            entities::db.eq(db),
+            entities::id.eq(id),
+            entities::created_at.eq(at),
+            entities::created_by.eq(by),
+        ))
+        .execute(conn)
+        .await
+}
+
+/// Whether `id` is a live entity of `db`.
+pub async fn entity_exists(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryResult<bool> {
+    diesel::select(diesel::dsl::exists(
+        entities::table
+            .filter(entities::db.eq(db))
+            .filter(entities::id.eq(id))
+            .filter(entities::deleted_at.is_null()),
+    ))
+    .get_result(conn)
+    .await
+}
+
+/// Name and type name of live entities, for the `string` and `entity_type` of references.
+pub async fn names_and_types(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    ids: &[String],
+) -> QueryResult<Vec<(String, Option<String>, Option<String>)>> {
+    let (target, kind) = diesel::alias!(entities as target, entities as kind);
+    target
+        .left_join(
+            kind.on(kind
+                .field(entities::db)
+                .eq(target.field(entities::db))
+                .and(kind.field(entities::id).nullable().eq(target.field(entities::type_id)))),
+        )
+        .filter(target.field(entities::db).eq(db))
+        .filter(target.field(entities::id).eq_any(ids))
+        .filter(target.field(entities::deleted_at).is_null())
+        .select((
+            target.field(entities::id),
+            target.field(entities::name),
+            kind.field(entities::name).nullable(),
+        ))
+        .load(conn)
+        .await
+}
+
+/// Property definitions of an entity type: `(name, projection)` of every live
+/// entity of type `property` whose `_parent` is the type.
+pub async fn definitions_of_type(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    type_id: &str,
+) -> QueryResult<Vec<(Option<String>, serde_json::Value)>> {
+    let (definition, kind) = diesel::alias!(entities as definition, entities as kind);
+    definition
+        .inner_join(
+            kind.on(kind.field(entities::db).eq(definition.field(entities::db)).and(
+                kind.field(entities::id)
+                    .nullable()
+                    .eq(definition.field(entities::type_id)),
+            )),
+        )
+        .filter(definition.field(entities::db).eq(db))
+        .filter(
+            definition
+                .field(entities::parent_ids)
+                .contains(vec![type_id.to_owned()]),
+        )
+        .filter(definition.field(entities::deleted_at).is_null())
+        .filter(kind.field(entities::name).eq(crate::model::PROPERTY_TYPE))
+        .select((definition.field(entities::name), definition.field(entities::doc)))
+        .load(conn)
+        .await
+}
+
+pub async fn soft_delete_entity(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    id: &str,
+    at: DateTime<Utc>,
+    by: &str,
+) -> QueryResult<usize> {
+    diesel::update(entities::table)
+        .filter(entities::db.eq(db))
+        .filter(entities::id.eq(id))
+        .set((entities::deleted_at.eq(at), entities::deleted_by.eq(by)))
+        .execute(conn)
+        .await
+}
+
+impl From<&NewValue> for ValueRow {
+    fn from(new: &NewValue) -> ValueRow {
+        ValueRow {
+            id: new.id.clone(),
+            entity_id: new.entity_id.clone(),
+            prop: new.prop.clone(),
+            string: new.string.clone(),
+            number: new.number,
+            boolean: new.boolean,
+            date: new.date,
+            datetime: new.datetime,
+            reference: new.reference.clone(),
+            filename: new.filename.clone(),
+            filesize: new.filesize,
+            filetype: new.filetype.clone(),
+            language: new.language.clone(),
+            created_at: new.created_at,
+            created_by: new.created_by.clone(),
+            deleted_at: None,
+        }
+    }
+}
+
+/// A live API key whose lookup digest matched.
+pub struct KeyCandidate {
+    pub db: String,
+    pub value_id: String,
+    pub entity_id: String,
+    pub hash: String,
+}
+
+pub async fn api_key_candidates(conn: &mut AsyncPgConnection, lookup: &str) -> QueryResult<Vec<KeyCandidate>> {
+    let rows: Vec<(String, String, String, Option<String>)> = property_values::table
+        .filter(property_values::secret_lookup.eq(lookup))
+        .filter(property_values::deleted_at.is_null())
+        .filter(property_values::prop.eq(crate::model::API_KEY_PROPERTY))
+        .select((
+            property_values::db,
+            property_values::id,
+            property_values::entity_id,
+            property_values::secret,
+        ))
+        .load(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(db, value_id, entity_id, hash)| {
+            Some(KeyCandidate {
+                db,
+                value_id,
+                entity_id,
+                hash: hash?,
+            })
+        })
+        .collect())
+}

@@ -1,0 +1,63 @@
+//! `/api/{db}/property/{_id}`: read and delete one value.
+
+use actix_web::{HttpResponse, web};
+use serde_json::json;
+
+use super::error::ApiError;
+use super::{AppState, Caller};
+use crate::db::values;
+use crate::model::ids::is_valid_id;
+use crate::rights::can_read;
+use crate::view;
+use crate::write::{WriteOp, WriteRequest};
+
+/// `GET /api/{db}/property/{_id}`: the value with `type` and `created`.
+pub async fn read(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (db, id) = path.into_inner();
+    state.require_database(&db).await?;
+    if !is_valid_id(&id) {
+        return Err(ApiError::property_not_found());
+    }
+    let mut conn = state.pool.get().await?;
+    let value = values::find_value(&mut conn, &db, &id)
+        .await?
+        .filter(|value| value.deleted_at.is_none())
+        .ok_or_else(ApiError::property_not_found)?;
+    values::live_entity(&mut conn, &db, &value.entity_id, false)
+        .await?
+        .filter(|entity| can_read(entity.sharing(), &entity.lists(), caller.person_in(&db)))
+        .ok_or_else(ApiError::property_not_found)?;
+    // References resolve inside an entity document; wrap the value in one.
+    let mut docs = [json!({ value.prop.clone(): [view::property_json(&value)] })];
+    view::resolve_references(&mut conn, &db, &mut docs).await?;
+    let [mut doc] = docs;
+    let resolved = doc[&value.prop][0].take();
+    Ok(HttpResponse::Ok().json(resolved))
+}
+
+/// `DELETE /api/{db}/property/{_id}`: soft-deletes the value → `{"deleted":true}`.
+pub async fn delete(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (db, value_id) = path.into_inner();
+    let actor = caller.require_person(&db)?.to_owned();
+    state.require_database(&db).await?;
+    if !is_valid_id(&value_id) {
+        return Err(ApiError::property_not_found());
+    }
+    state
+        .writers
+        .write(WriteRequest {
+            db,
+            actor,
+            op: WriteOp::DeleteValue { value_id },
+        })
+        .await?;
+    Ok(HttpResponse::Ok().json(json!({"deleted": true})))
+}

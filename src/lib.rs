@@ -1,0 +1,14 @@
+//! eds, the Entity Data Service: a multi-database store of entities with
+//! typed, multi-valued properties, served over HTTP.
+
+pub mod actors;
+pub mod app;
+pub mod auth;
+pub mod config;
+pub mod db;
+pub mod http;
+pub mod model;
+pub mod query;
+pub mod rights;
+pub mod view;
+pub mod write;

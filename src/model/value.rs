@@ -1,0 +1,330 @@
+//! Property values as clients write them: parsing and validating the body of a
+//! property write, independent of storage.
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use serde_json::{Map, Value as Json};
+
+use crate::http::error::ApiError;
+use crate::model::ids::is_valid_id;
+
+/// The `type` attribute of a property definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueType {
+    String,
+    Text,
+    Counter,
+    Number,
+    Boolean,
+    Date,
+    Datetime,
+    Reference,
+    File,
+}
+
+impl ValueType {
+    pub fn parse(name: &str) -> Option<ValueType> {
+        Some(match name {
+            "string" => ValueType::String,
+            "text" => ValueType::Text,
+            "counter" => ValueType::Counter,
+            "number" => ValueType::Number,
+            "boolean" => ValueType::Boolean,
+            "date" => ValueType::Date,
+            "datetime" => ValueType::Datetime,
+            "reference" => ValueType::Reference,
+            "file" => ValueType::File,
+            _ => return None,
+        })
+    }
+
+    /// The value field a value of this type is written in.
+    pub fn field(self) -> ValueField {
+        match self {
+            ValueType::String | ValueType::Text | ValueType::Counter => ValueField::String,
+            ValueType::Number => ValueField::Number,
+            ValueType::Boolean => ValueField::Boolean,
+            ValueType::Date => ValueField::Date,
+            ValueType::Datetime => ValueField::Datetime,
+            ValueType::Reference => ValueField::Reference,
+            ValueType::File => ValueField::File,
+        }
+    }
+}
+
+/// Which field of the value object carries the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueField {
+    String,
+    Number,
+    Boolean,
+    Date,
+    Datetime,
+    Reference,
+    File,
+}
+
+impl ValueField {
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueField::String => "string",
+            ValueField::Number => "number",
+            ValueField::Boolean => "boolean",
+            ValueField::Date => "date",
+            ValueField::Datetime => "datetime",
+            ValueField::Reference => "reference",
+            ValueField::File => "file",
+        }
+    }
+}
+
+/// One typed value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    String(String),
+    Number(f64),
+    Boolean(bool),
+    Date(NaiveDate),
+    Datetime(DateTime<Utc>),
+    Reference(String),
+    File {
+        filename: String,
+        filesize: i64,
+        filetype: String,
+    },
+}
+
+impl Value {
+    pub fn field(&self) -> ValueField {
+        match self {
+            Value::String(_) => ValueField::String,
+            Value::Number(_) => ValueField::Number,
+            Value::Boolean(_) => ValueField::Boolean,
+            Value::Date(_) => ValueField::Date,
+            Value::Datetime(_) => ValueField::Datetime,
+            Value::Reference(_) => ValueField::Reference,
+            Value::File { .. } => ValueField::File,
+        }
+    }
+}
+
+/// One object of a property write body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueInput {
+    /// Property name (the object's `type`).
+    pub prop: String,
+    /// `_id` of the live value this one replaces.
+    pub replaces: Option<String>,
+    pub value: Value,
+    pub language: Option<String>,
+}
+
+const MAX_PROPERTY_NAME: usize = 100;
+const SCALAR_FIELDS: [&str; 6] = ["string", "number", "boolean", "date", "datetime", "reference"];
+const FILE_FIELDS: [&str; 3] = ["filename", "filesize", "filetype"];
+
+/// Parses a write body: an array of property objects, or a single object.
+pub fn parse_body(body: &[u8]) -> Result<Vec<ValueInput>, ApiError> {
+    let json: Json = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request("invalid_json", format!("Malformed JSON body: {e}")))?;
+    match json {
+        Json::Array(items) => items.iter().map(parse_object).collect(),
+        Json::Object(_) => Ok(vec![parse_object(&json)?]),
+        _ => Err(malformed("the body must be a property object or an array of them")),
+    }
+}
+
+fn malformed(detail: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request("invalid_body", format!("Malformed request body: {detail}"))
+}
+
+fn parse_object(item: &Json) -> Result<ValueInput, ApiError> {
+    let object = item
+        .as_object()
+        .ok_or_else(|| malformed("every item must be a property object"))?;
+    let prop = match object.get("type") {
+        Some(Json::String(name)) if is_valid_property_name(name) => name.clone(),
+        Some(Json::String(name)) => {
+            return Err(malformed(format!("invalid property name {name:?}")));
+        }
+        _ => return Err(malformed("every property object needs a string `type`")),
+    };
+    let replaces = match object.get("_id") {
+        None | Some(Json::Null) => None,
+        Some(Json::String(id)) if is_valid_id(id) => Some(id.clone()),
+        Some(_) => return Err(malformed(format!("`_id` of {prop} is not a value id"))),
+    };
+    let language = match object.get("language") {
+        None | Some(Json::Null) => None,
+        Some(Json::String(code)) if is_language_code(code) => Some(code.clone()),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_language",
+                "Language must be exactly two lowercase letters",
+            ));
+        }
+    };
+    let value = parse_value(&prop, object)?;
+    Ok(ValueInput {
+        prop,
+        replaces,
+        value,
+        language,
+    })
+}
+
+fn parse_value(prop: &str, object: &Map<String, Json>) -> Result<Value, ApiError> {
+    let present = |field: &str| object.get(field).is_some_and(|v| !v.is_null());
+    let scalars: Vec<&str> = SCALAR_FIELDS.into_iter().filter(|f| present(f)).collect();
+    let is_file = FILE_FIELDS.into_iter().any(present);
+    match (scalars.as_slice(), is_file) {
+        ([], true) => parse_file(prop, object),
+        ([field], false) => parse_scalar(prop, field, &object[*field]),
+        ([], false) => Err(malformed(format!("{prop} has no value field"))),
+        _ => Err(malformed(format!("{prop} has more than one value field"))),
+    }
+}
+
+fn parse_scalar(prop: &str, field: &str, raw: &Json) -> Result<Value, ApiError> {
+    let wrong = || malformed(format!("{prop}: `{field}` has the wrong form"));
+    Ok(match field {
+        "string" => Value::String(raw.as_str().ok_or_else(wrong)?.to_owned()),
+        "number" => Value::Number(raw.as_f64().ok_or_else(wrong)?),
+        "boolean" => Value::Boolean(raw.as_bool().ok_or_else(wrong)?),
+        "date" => Value::Date(raw.as_str().and_then(parse_date).ok_or_else(wrong)?),
+        "datetime" => Value::Datetime(raw.as_str().and_then(parse_datetime).ok_or_else(wrong)?),
+        "reference" => match raw.as_str() {
+            Some(id) if is_valid_id(id) => Value::Reference(id.to_owned()),
+            _ => return Err(ApiError::bad_request("invalid_id", "Invalid ID")),
+        },
+        _ => unreachable!("only scalar field names are passed"),
+    })
+}
+
+fn parse_file(prop: &str, object: &Map<String, Json>) -> Result<Value, ApiError> {
+    let text = |field: &str| {
+        object
+            .get(field)
+            .and_then(Json::as_str)
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_owned)
+            .ok_or_else(|| malformed(format!("{prop}: a file needs a non-empty `{field}`")))
+    };
+    let filesize = object
+        .get("filesize")
+        .and_then(Json::as_i64)
+        .filter(|size| *size >= 0)
+        .ok_or_else(|| malformed(format!("{prop}: a file needs `filesize` in bytes")))?;
+    Ok(Value::File {
+        filename: text("filename")?,
+        filesize,
+        filetype: text("filetype")?,
+    })
+}
+
+/// `YYYY-MM-DD`, or an ISO 8601 date-time whose UTC date is taken.
+pub fn parse_date(text: &str) -> Option<NaiveDate> {
+    NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .ok()
+        .or_else(|| parse_datetime(text).map(|dt| dt.date_naive()))
+}
+
+/// ISO 8601 / RFC 3339 date-time; without an offset it is read as UTC.
+pub fn parse_datetime(text: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|dt| dt.with_timezone(&Utc))
+        .ok()
+        .or_else(|| {
+            NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f")
+                .ok()
+                .map(|naive| naive.and_utc())
+        })
+}
+
+pub fn is_language_code(code: &str) -> bool {
+    code.len() == 2 && code.bytes().all(|b| b.is_ascii_lowercase())
+}
+
+/// Property names are identifiers: letters, digits, `_` and `-` (no dots, which
+/// separate the parts of a query key).
+pub fn is_valid_property_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_PROPERTY_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(body: &str) -> Result<ValueInput, ApiError> {
+        parse_body(body.as_bytes()).map(|mut v| v.remove(0))
+    }
+
+    #[test]
+    fn single_object_and_array_bodies_are_accepted() {
+        assert_eq!(parse_body(br#"{"type":"name","string":"a"}"#).unwrap().len(), 1);
+        let many = parse_body(br#"[{"type":"a","number":1},{"type":"b","boolean":true}]"#).unwrap();
+        assert_eq!(many[0].value, Value::Number(1.0));
+        assert_eq!(many[1].value, Value::Boolean(true));
+    }
+
+    #[test]
+    fn malformed_bodies_are_rejected() {
+        for body in [
+            "",
+            "3",
+            "[1]",
+            r#"[{"string":"x"}]"#,
+            r#"{"type":"a"}"#,
+            r#"{"type":"a.b","string":"x"}"#,
+        ] {
+            assert_eq!(parse_body(body.as_bytes()).unwrap_err().status.as_u16(), 400, "{body}");
+        }
+    }
+
+    #[test]
+    fn two_value_fields_are_rejected() {
+        assert!(one(r#"{"type":"a","string":"x","number":1}"#).is_err());
+    }
+
+    #[test]
+    fn dates_and_datetimes_parse() {
+        assert_eq!(
+            one(r#"{"type":"d","date":"2024-02-29"}"#).unwrap().value,
+            Value::Date(NaiveDate::from_ymd_opt(2024, 2, 29).unwrap())
+        );
+        assert!(one(r#"{"type":"d","date":"2023-02-29"}"#).is_err());
+        let dt = one(r#"{"type":"d","datetime":"2024-01-02T03:04:05+02:00"}"#).unwrap();
+        assert_eq!(
+            dt.value,
+            Value::Datetime(parse_datetime("2024-01-02T01:04:05Z").unwrap())
+        );
+    }
+
+    #[test]
+    fn language_must_be_two_lowercase_letters() {
+        assert!(one(r#"{"type":"a","string":"x","language":"et"}"#).is_ok());
+        for bad in ["EN", "est", "e", "e1"] {
+            let body = format!(r#"{{"type":"a","string":"x","language":"{bad}"}}"#);
+            assert_eq!(one(&body).unwrap_err().code, "invalid_language");
+        }
+    }
+
+    #[test]
+    fn references_must_be_ids() {
+        assert_eq!(
+            one(r#"{"type":"r","reference":"nope"}"#).unwrap_err().message,
+            "Invalid ID"
+        );
+    }
+
+    #[test]
+    fn files_need_all_three_fields() {
+        let file = one(r#"{"type":"f","filename":"a.txt","filesize":3,"filetype":"text/plain"}"#);
+        assert!(matches!(file.unwrap().value, Value::File { filesize: 3, .. }));
+        assert!(one(r#"{"type":"f","filename":"a.txt","filesize":3}"#).is_err());
+        assert!(one(r#"{"type":"f","filename":"a.txt","filesize":-1,"filetype":"x/y"}"#).is_err());
+    }
+}

@@ -1,0 +1,170 @@
+//! Who may do what: pure functions over an entity's rights lists.
+//!
+//! `_owner`, `_editor`, `_expander` and `_viewer` are cumulative (an owner is
+//! also editor, expander and viewer, and so on down), `_noaccess` removes a
+//! person from every list, and `_inheritrights` adds the parent's lists.
+
+use std::collections::BTreeSet;
+
+/// The levels of access, weakest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Right {
+    Viewer,
+    Expander,
+    Editor,
+    Owner,
+}
+
+/// An entity's `_sharing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Sharing {
+    Private,
+    Domain,
+    Public,
+}
+
+impl Sharing {
+    pub fn parse(text: &str) -> Option<Sharing> {
+        match text {
+            "private" => Some(Sharing::Private),
+            "domain" => Some(Sharing::Domain),
+            "public" => Some(Sharing::Public),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sharing::Private => "private",
+            Sharing::Domain => "domain",
+            Sharing::Public => "public",
+        }
+    }
+}
+
+/// Rights lists: as written on one entity, or effective after accumulation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RightsLists {
+    pub owners: BTreeSet<String>,
+    pub editors: BTreeSet<String>,
+    pub expanders: BTreeSet<String>,
+    pub viewers: BTreeSet<String>,
+    pub noaccess: BTreeSet<String>,
+}
+
+impl RightsLists {
+    /// The effective lists of an entity from its own lists and, when it
+    /// inherits, its parents' effective lists (their `_noaccess` is not inherited).
+    pub fn effective(own: &RightsLists, inherited: &[RightsLists]) -> RightsLists {
+        let mut lists = own.clone();
+        for parent in inherited {
+            lists.owners.extend(parent.owners.iter().cloned());
+            lists.editors.extend(parent.editors.iter().cloned());
+            lists.expanders.extend(parent.expanders.iter().cloned());
+            lists.viewers.extend(parent.viewers.iter().cloned());
+        }
+        lists.editors.extend(lists.owners.iter().cloned());
+        lists.expanders.extend(lists.editors.iter().cloned());
+        lists.viewers.extend(lists.expanders.iter().cloned());
+        for removed in &own.noaccess {
+            lists.owners.remove(removed);
+            lists.editors.remove(removed);
+            lists.expanders.remove(removed);
+            lists.viewers.remove(removed);
+        }
+        lists
+    }
+
+    /// The strongest right `person` holds in these (effective) lists.
+    pub fn right_of(&self, person: &str) -> Option<Right> {
+        if self.owners.contains(person) {
+            Some(Right::Owner)
+        } else if self.editors.contains(person) {
+            Some(Right::Editor)
+        } else if self.expanders.contains(person) {
+            Some(Right::Expander)
+        } else if self.viewers.contains(person) {
+            Some(Right::Viewer)
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether a caller (a person of the entity's database, or anonymous) may read
+/// an entity: public to everyone, domain to every person, otherwise viewers.
+pub fn can_read(sharing: Sharing, lists: &RightsLists, person: Option<&str>) -> bool {
+    match person {
+        None => sharing == Sharing::Public,
+        Some(person) if lists.noaccess.contains(person) => false,
+        Some(person) => sharing >= Sharing::Domain || lists.viewers.contains(person),
+    }
+}
+
+/// Whether `person` holds at least `needed` on an entity with these effective lists.
+pub fn has_right(lists: &RightsLists, person: &str, needed: Right) -> bool {
+    lists.right_of(person).is_some_and(|held| held >= needed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(items: &[&str]) -> BTreeSet<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn own(owners: &[&str], editors: &[&str], viewers: &[&str], noaccess: &[&str]) -> RightsLists {
+        RightsLists {
+            owners: set(owners),
+            editors: set(editors),
+            expanders: BTreeSet::new(),
+            viewers: set(viewers),
+            noaccess: set(noaccess),
+        }
+    }
+
+    #[test]
+    fn rights_are_cumulative() {
+        let lists = RightsLists::effective(&own(&["o"], &["e"], &["v"], &[]), &[]);
+        for (person, right) in [("o", Right::Owner), ("e", Right::Editor), ("v", Right::Viewer)] {
+            assert_eq!(lists.right_of(person), Some(right));
+            for needed in [Right::Viewer, Right::Expander, Right::Editor, Right::Owner] {
+                assert_eq!(
+                    has_right(&lists, person, needed),
+                    needed <= right,
+                    "{person} {needed:?}"
+                );
+            }
+        }
+        assert_eq!(lists.right_of("x"), None);
+    }
+
+    #[test]
+    fn noaccess_removes_from_every_list() {
+        let parent = RightsLists::effective(&own(&["p"], &[], &[], &[]), &[]);
+        let lists = RightsLists::effective(&own(&["o", "p"], &[], &[], &["o", "p"]), &[parent]);
+        assert_eq!(lists.right_of("o"), None);
+        assert_eq!(lists.right_of("p"), None);
+        assert!(!can_read(Sharing::Domain, &lists, Some("o")));
+    }
+
+    #[test]
+    fn inheritance_adds_parent_lists_but_not_noaccess() {
+        let parent = RightsLists::effective(&own(&["p"], &[], &["pv"], &["x"]), &[]);
+        let lists = RightsLists::effective(&own(&["o"], &[], &[], &[]), &[parent]);
+        assert_eq!(lists.right_of("p"), Some(Right::Owner));
+        assert_eq!(lists.right_of("pv"), Some(Right::Viewer));
+        assert!(lists.noaccess.is_empty());
+    }
+
+    #[test]
+    fn reading_follows_sharing() {
+        let lists = RightsLists::effective(&own(&["o"], &[], &[], &[]), &[]);
+        assert!(can_read(Sharing::Public, &lists, None));
+        assert!(!can_read(Sharing::Domain, &lists, None));
+        assert!(can_read(Sharing::Domain, &lists, Some("anyone")));
+        assert!(!can_read(Sharing::Private, &lists, Some("anyone")));
+        assert!(can_read(Sharing::Private, &lists, Some("o")));
+    }
+}

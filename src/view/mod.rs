@@ -1,0 +1,125 @@
+//! Entities and values as JSON, as a caller may see them: credentials hidden,
+//! dates in the service's formats, references carrying their target's name.
+
+use std::collections::{BTreeSet, HashMap};
+
+use chrono::{DateTime, NaiveDate, Utc};
+use diesel::QueryResult;
+use diesel_async::AsyncPgConnection;
+use serde_json::{Map, Value as Json, json};
+
+use crate::db::values::{self, ValueRow};
+use crate::model::API_KEY_PROPERTY;
+
+/// A `date` value: midnight UTC, `YYYY-MM-DDT00:00:00.000Z`.
+pub fn format_date(date: NaiveDate) -> String {
+    format!("{}T00:00:00.000Z", date.format("%Y-%m-%d"))
+}
+
+/// A `datetime` value: RFC 3339 UTC with milliseconds.
+pub fn format_datetime(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// Whole numbers are written without a fraction, as clients of the original expect.
+pub fn number_json(number: f64) -> Json {
+    const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0; // 2^53
+    if number.fract() == 0.0 && number.abs() < EXACT_INTEGERS {
+        Json::from(number as i64)
+    } else {
+        serde_json::Number::from_f64(number).map_or(Json::Null, Json::Number)
+    }
+}
+
+/// A stored value as it appears inside an entity: `_id` and its fields.
+pub fn stored_value_json(row: &ValueRow) -> Map<String, Json> {
+    let mut value = Map::new();
+    value.insert("_id".into(), Json::String(row.id.clone()));
+    if row.prop == API_KEY_PROPERTY {
+        value.insert("string".into(), Json::String("***".into()));
+        return value;
+    }
+    let mut put = |field: &str, json: Option<Json>| {
+        if let Some(json) = json {
+            value.insert(field.into(), json);
+        }
+    };
+    put("string", row.string.clone().map(Json::String));
+    put("number", row.number.map(number_json));
+    put("boolean", row.boolean.map(Json::Bool));
+    put("date", row.date.map(|d| Json::String(format_date(d))));
+    put("datetime", row.datetime.map(|d| Json::String(format_datetime(d))));
+    put("reference", row.reference.clone().map(Json::String));
+    put("filename", row.filename.clone().map(Json::String));
+    put("filesize", row.filesize.map(Json::from));
+    put("filetype", row.filetype.clone().map(Json::String));
+    put("language", row.language.clone().map(Json::String));
+    value
+}
+
+/// A value read on its own (`GET /api/{db}/property/{_id}`): with `type` and `created`.
+pub fn property_json(row: &ValueRow) -> Json {
+    let mut value = stored_value_json(row);
+    value.insert("type".into(), Json::String(row.prop.clone()));
+    value.insert(
+        "created".into(),
+        json!({"at": format_datetime(row.created_at), "by": row.created_by}),
+    );
+    Json::Object(value)
+}
+
+/// Adds `string` (the target's name), `entity_type` (the target's type name)
+/// and `property_type` (the property name) to every reference value of the
+/// given entity documents.
+pub async fn resolve_references(conn: &mut AsyncPgConnection, db: &str, docs: &mut [Json]) -> QueryResult<()> {
+    let mut targets = BTreeSet::new();
+    for doc in docs.iter() {
+        for_each_reference(doc, |_, target| {
+            targets.insert(target.to_owned());
+        });
+    }
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let targets: Vec<String> = targets.into_iter().collect();
+    let found: HashMap<String, (Option<String>, Option<String>)> = values::names_and_types(conn, db, &targets)
+        .await?
+        .into_iter()
+        .map(|(id, name, type_name)| (id, (name, type_name)))
+        .collect();
+    for doc in docs.iter_mut() {
+        let Some(properties) = doc.as_object_mut() else {
+            continue;
+        };
+        for (prop, list) in properties.iter_mut() {
+            let Some(items) = list.as_array_mut() else { continue };
+            for item in items {
+                let Some(value) = item.as_object_mut() else { continue };
+                let Some(target) = value.get("reference").and_then(Json::as_str) else {
+                    continue;
+                };
+                if let Some((name, type_name)) = found.get(target) {
+                    if let Some(name) = name {
+                        value.insert("string".into(), Json::String(name.clone()));
+                    }
+                    if let Some(type_name) = type_name {
+                        value.insert("entity_type".into(), Json::String(type_name.clone()));
+                    }
+                }
+                value.insert("property_type".into(), Json::String(prop.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn for_each_reference(doc: &Json, mut visit: impl FnMut(&str, &str)) {
+    let Some(properties) = doc.as_object() else { return };
+    for (prop, list) in properties {
+        for item in list.as_array().into_iter().flatten() {
+            if let Some(target) = item.get("reference").and_then(Json::as_str) {
+                visit(prop, target);
+            }
+        }
+    }
+}

@@ -1,0 +1,510 @@
+//! Writes: validation, rights, the values and the re-projection, all in one
+//! transaction. The per-database writer actor runs these in order; the entity
+//! row lock taken first keeps them correct across processes too.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::{AsyncConnection, AsyncPgConnection};
+use serde_json::Value as Json;
+
+use crate::auth::api_key::{self, GeneratedKey};
+use crate::db::values::{self, NewValue, ValueRow};
+use crate::db::{Pool, projection};
+use crate::http::error::ApiError;
+use crate::model::definition::{PropertyDefinition, SystemProperty, is_billing_property};
+use crate::model::ids::new_id;
+use crate::model::value::{Value, ValueInput};
+use crate::model::{API_KEY_PROPERTY, ENTITY_TYPE, LOGIN_PROPERTY};
+use crate::rights::{Right, RightsLists, Sharing, can_read, has_right};
+use crate::view;
+
+/// One write, on behalf of `actor` (a person of database `db`).
+#[derive(Debug, Clone)]
+pub struct WriteRequest {
+    pub db: String,
+    pub actor: String,
+    pub op: WriteOp,
+}
+
+#[derive(Debug, Clone)]
+pub enum WriteOp {
+    CreateEntity { values: Vec<ValueInput> },
+    AddValues { entity_id: String, values: Vec<ValueInput> },
+    DeleteValue { value_id: String },
+    DeleteEntity { entity_id: String },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteOutcome {
+    /// Values written on an entity; `values` as the creation response shows them.
+    Written {
+        entity_id: String,
+        values: Vec<Json>,
+    },
+    Deleted,
+}
+
+/// Applies one write in its own transaction.
+pub async fn apply(pool: &Pool, request: WriteRequest) -> Result<WriteOutcome, ApiError> {
+    let keys = generate_keys(&request).await?;
+    let mut conn = pool.get().await?;
+    conn.transaction(|conn| {
+        async move {
+            require_person(conn, &request.db, &request.actor).await?;
+            let now = Utc::now();
+            match request.op {
+                WriteOp::CreateEntity { values } => {
+                    create_entity(conn, &request.db, &request.actor, now, values, keys).await
+                }
+                WriteOp::AddValues { entity_id, values } => {
+                    add_values(conn, &request.db, &request.actor, now, &entity_id, values, keys).await
+                }
+                WriteOp::DeleteValue { value_id } => {
+                    delete_value(conn, &request.db, &request.actor, now, &value_id).await
+                }
+                WriteOp::DeleteEntity { entity_id } => {
+                    delete_entity(conn, &request.db, &request.actor, now, &entity_id).await
+                }
+            }
+        }
+        .scope_boxed()
+    })
+    .await
+}
+
+/// API keys asked for by the write, generated before the transaction because
+/// hashing is slow (and off the async workers).
+async fn generate_keys(request: &WriteRequest) -> Result<Vec<GeneratedKey>, ApiError> {
+    let wanted = match &request.op {
+        WriteOp::CreateEntity { values } | WriteOp::AddValues { values, .. } => {
+            values.iter().filter(|v| v.prop == API_KEY_PROPERTY).count()
+        }
+        _ => 0,
+    };
+    if wanted == 0 {
+        return Ok(Vec::new());
+    }
+    tokio::task::spawn_blocking(move || (0..wanted).map(|_| api_key::generate()).collect())
+        .await
+        .map_err(|e| ApiError::internal("key generation failed", e))
+}
+
+async fn require_person(conn: &mut AsyncPgConnection, db: &str, actor: &str) -> Result<(), ApiError> {
+    if values::entity_exists(conn, db, actor).await? {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden("The caller is not a person of this database"))
+    }
+}
+
+/// What validation needs to know about the entity being written.
+struct Target<'a> {
+    db: &'a str,
+    actor: &'a str,
+    now: DateTime<Utc>,
+    entity_id: &'a str,
+    lists: RightsLists,
+    is_new: bool,
+    definitions: HashMap<String, PropertyDefinition>,
+    live: Vec<ValueRow>,
+}
+
+async fn create_entity(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+    inputs: Vec<ValueInput>,
+    keys: Vec<GeneratedKey>,
+) -> Result<WriteOutcome, ApiError> {
+    let types: Vec<&ValueInput> = inputs.iter().filter(|v| v.prop == "_type").collect();
+    let type_id = match types.as_slice() {
+        [one] => match &one.value {
+            Value::Reference(id) => id.clone(),
+            _ => return Err(ApiError::bad_request("invalid_type", "_type takes a reference value")),
+        },
+        [] => {
+            return Err(ApiError::bad_request(
+                "type_required",
+                "A new entity needs a _type property",
+            ));
+        }
+        _ => return Err(ApiError::bad_request("invalid_type", "An entity has exactly one _type")),
+    };
+    if inputs.iter().any(|v| v.replaces.is_some()) {
+        return Err(ApiError::bad_request(
+            "invalid_id",
+            "A new entity has no values to overwrite",
+        ));
+    }
+    let entity_id = new_id();
+    values::insert_entity(conn, db, &entity_id, now, actor).await?;
+    let target = Target {
+        db,
+        actor,
+        now,
+        entity_id: &entity_id,
+        lists: RightsLists::effective(
+            &RightsLists {
+                owners: [actor.to_owned()].into(),
+                ..RightsLists::default()
+            },
+            &[],
+        ),
+        is_new: true,
+        definitions: definitions(conn, db, &type_id).await?,
+        live: Vec::new(),
+    };
+    let (mut rows, plain_keys) = validate(conn, &target, &inputs, keys).await?;
+    let response = response_values(&rows, &plain_keys);
+    let creator_is_owner = inputs
+        .iter()
+        .any(|v| v.prop == "_owner" && v.value == Value::Reference(actor.to_owned()));
+    if !creator_is_owner {
+        rows.push(new_row(&target, "_owner", &Value::Reference(actor.to_owned()), None));
+    }
+    let mut created = new_row(&target, "_created", &Value::Reference(actor.to_owned()), None);
+    created.datetime = Some(now);
+    rows.push(created);
+    values::insert_values(conn, &rows).await?;
+    projection::project(conn, db, &entity_id).await?;
+    Ok(WriteOutcome::Written {
+        entity_id,
+        values: response,
+    })
+}
+
+async fn add_values(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+    entity_id: &str,
+    inputs: Vec<ValueInput>,
+    keys: Vec<GeneratedKey>,
+) -> Result<WriteOutcome, ApiError> {
+    let entity = values::live_entity(conn, db, entity_id, true)
+        .await?
+        .ok_or_else(ApiError::entity_not_found)?;
+    let lists = entity.lists();
+    if !can_read(entity.sharing(), &lists, Some(actor)) {
+        return Err(ApiError::entity_not_found());
+    }
+    let definitions = match &entity.type_id {
+        Some(type_id) => definitions(conn, db, type_id).await?,
+        None => HashMap::new(),
+    };
+    let target = Target {
+        db,
+        actor,
+        now,
+        entity_id,
+        lists,
+        is_new: false,
+        definitions,
+        live: values::live_values(conn, db, entity_id).await?,
+    };
+    let (rows, plain_keys) = validate(conn, &target, &inputs, keys).await?;
+    let replaced: Vec<String> = inputs.iter().filter_map(|v| v.replaces.clone()).collect();
+    values::soft_delete_values(conn, db, &replaced, now, actor).await?;
+    values::insert_values(conn, &rows).await?;
+    projection::project(conn, db, entity_id).await?;
+    Ok(WriteOutcome::Written {
+        entity_id: entity_id.to_owned(),
+        values: response_values(&rows, &plain_keys),
+    })
+}
+
+async fn delete_value(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+    value_id: &str,
+) -> Result<WriteOutcome, ApiError> {
+    let value = values::find_value(conn, db, value_id)
+        .await?
+        .ok_or_else(ApiError::property_not_found)?;
+    let entity = values::live_entity(conn, db, &value.entity_id, true)
+        .await?
+        .ok_or_else(ApiError::property_not_found)?;
+    let lists = entity.lists();
+    if !can_read(entity.sharing(), &lists, Some(actor)) {
+        return Err(ApiError::property_not_found());
+    }
+    // Read again under the entity lock: a concurrent write may have replaced it.
+    let live = values::live_values(conn, db, &value.entity_id).await?;
+    if !live.iter().any(|row| row.id == value_id) {
+        return Err(ApiError::property_not_found());
+    }
+    let needed = match SystemProperty::parse(&value.prop) {
+        Some(SystemProperty::Type) => return Err(ApiError::forbidden("_type cannot be deleted")),
+        Some(system) if !system.is_deletable() => {
+            return Err(ApiError::forbidden(format!("{} cannot be deleted", value.prop)));
+        }
+        Some(system) if system.needs_owner() => Right::Owner,
+        _ if is_billing_property(&value.prop) => {
+            return Err(ApiError::forbidden("billing_* values are managed by the service"));
+        }
+        _ => Right::Editor,
+    };
+    if !has_right(&lists, actor, needed) {
+        return Err(ApiError::forbidden("Missing rights on this entity"));
+    }
+    if value.prop == "_owner" && live.iter().filter(|row| row.prop == "_owner").count() <= 1 {
+        return Err(ApiError::forbidden("The last _owner cannot be deleted"));
+    }
+    values::soft_delete_values(conn, db, &[value_id.to_owned()], now, actor).await?;
+    projection::project(conn, db, &value.entity_id).await?;
+    Ok(WriteOutcome::Deleted)
+}
+
+async fn delete_entity(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+    entity_id: &str,
+) -> Result<WriteOutcome, ApiError> {
+    let entity = values::live_entity(conn, db, entity_id, true)
+        .await?
+        .ok_or_else(ApiError::entity_not_found)?;
+    let lists = entity.lists();
+    if !can_read(entity.sharing(), &lists, Some(actor)) {
+        return Err(ApiError::entity_not_found());
+    }
+    if !has_right(&lists, actor, Right::Owner) {
+        return Err(ApiError::forbidden("Only an _owner may delete an entity"));
+    }
+    let live: Vec<String> = values::live_values(conn, db, entity_id)
+        .await?
+        .into_iter()
+        .map(|row| row.id)
+        .collect();
+    values::soft_delete_values(conn, db, &live, now, actor).await?;
+    values::soft_delete_entity(conn, db, entity_id, now, actor).await?;
+    Ok(WriteOutcome::Deleted)
+}
+
+async fn definitions(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    type_id: &str,
+) -> Result<HashMap<String, PropertyDefinition>, ApiError> {
+    Ok(values::definitions_of_type(conn, db, type_id)
+        .await?
+        .into_iter()
+        .filter_map(|(name, doc)| Some((name?, PropertyDefinition::from_doc(&doc))))
+        .collect())
+}
+
+/// Checks every input against rights, definitions and the live values, and
+/// turns them into rows. Nothing is written here. New API keys come back
+/// apart, by value id: only their hash is stored.
+async fn validate(
+    conn: &mut AsyncPgConnection,
+    target: &Target<'_>,
+    inputs: &[ValueInput],
+    mut keys: Vec<GeneratedKey>,
+) -> Result<(Vec<NewValue>, HashMap<String, String>), ApiError> {
+    let mut rows = Vec::with_capacity(inputs.len());
+    let mut plain_keys = HashMap::new();
+    for input in inputs {
+        let needed = check_property(conn, target, input).await?;
+        if !has_right(&target.lists, target.actor, needed) {
+            return Err(ApiError::forbidden(format!("Missing rights to write {}", input.prop)));
+        }
+        if let Some(replaced) = &input.replaces {
+            let live = target
+                .live
+                .iter()
+                .any(|row| &row.id == replaced && row.prop == input.prop);
+            let twice = inputs
+                .iter()
+                .filter(|other| other.replaces.as_ref() == Some(replaced))
+                .count()
+                > 1;
+            if !live || twice {
+                return Err(ApiError::bad_request(
+                    "invalid_value_id",
+                    format!("{replaced} is not a live {} value of this entity", input.prop),
+                ));
+            }
+        } else if input.prop == "_type" && !target.is_new {
+            return Err(ApiError::bad_request(
+                "invalid_type",
+                "An entity has exactly one _type; change it by overwriting that value by its _id",
+            ));
+        }
+        if let Value::Reference(referenced) = &input.value
+            && referenced != target.entity_id
+            && !values::entity_exists(conn, target.db, referenced).await?
+        {
+            return Err(ApiError::bad_request(
+                "invalid_reference",
+                format!("{}: entity {referenced} not found", input.prop),
+            ));
+        }
+        let mut row = new_row(target, &input.prop, &input.value, input.language.clone());
+        if input.prop == API_KEY_PROPERTY {
+            let key = keys
+                .pop()
+                .ok_or_else(|| ApiError::internal("key generation", "too few keys"))?;
+            row.string = None;
+            plain_keys.insert(row.id.clone(), key.plain);
+            row.secret = Some(key.hash);
+            row.secret_lookup = Some(key.lookup);
+        }
+        rows.push(row);
+    }
+    Ok((rows, plain_keys))
+}
+
+/// Validates one input's property and value; answers the right it needs.
+async fn check_property(
+    conn: &mut AsyncPgConnection,
+    target: &Target<'_>,
+    input: &ValueInput,
+) -> Result<Right, ApiError> {
+    let prop = input.prop.as_str();
+    if is_billing_property(prop) {
+        return Err(ApiError::forbidden("billing_* values are managed by the service"));
+    }
+    if let Some(system) = SystemProperty::parse(prop) {
+        if !system.is_writable() {
+            return Err(ApiError::forbidden(format!("{prop} is set by the service")));
+        }
+        if input.value.field() != system.field() {
+            return Err(wrong_field(prop, system.field().name()));
+        }
+        match (system, &input.value) {
+            (SystemProperty::Type, Value::Reference(type_id)) => {
+                let found = values::names_and_types(conn, target.db, std::slice::from_ref(type_id)).await?;
+                if !found.iter().any(|(_, _, kind)| kind.as_deref() == Some(ENTITY_TYPE)) {
+                    return Err(ApiError::bad_request(
+                        "invalid_type",
+                        "_type must reference an entity type",
+                    ));
+                }
+            }
+            (SystemProperty::Parent, Value::Reference(parent_id)) => {
+                let parent = values::live_entity(conn, target.db, parent_id, false)
+                    .await?
+                    .filter(|parent| can_read(parent.sharing(), &parent.lists(), Some(target.actor)))
+                    .ok_or_else(|| {
+                        ApiError::bad_request("invalid_reference", format!("_parent: entity {parent_id} not found"))
+                    })?;
+                if !has_right(&parent.lists(), target.actor, Right::Expander) {
+                    return Err(ApiError::forbidden("_parent needs _expander on the parent entity"));
+                }
+            }
+            (SystemProperty::Sharing, Value::String(sharing)) if Sharing::parse(sharing).is_none() => {
+                return Err(ApiError::bad_request(
+                    "invalid_sharing",
+                    "_sharing is one of public, domain, private",
+                ));
+            }
+            _ => {}
+        }
+        if input.language.is_some() {
+            return Err(not_multilingual(prop));
+        }
+        return Ok(if system.needs_owner() {
+            Right::Owner
+        } else {
+            Right::Editor
+        });
+    }
+    if prop.starts_with('_') {
+        return Err(ApiError::bad_request(
+            "unknown_system_property",
+            format!("{prop} is not a system property"),
+        ));
+    }
+    match prop {
+        API_KEY_PROPERTY => {
+            if !matches!(input.value, Value::String(_)) {
+                return Err(wrong_field(prop, "string"));
+            }
+            // Only the entity's owner or the entity itself may add a key.
+            if target.actor == target.entity_id {
+                return Ok(Right::Viewer);
+            }
+            return Ok(Right::Owner);
+        }
+        LOGIN_PROPERTY => {
+            return Err(ApiError::bad_request(
+                "login_fields_reserved",
+                "service_user values are set by the service at sign-in",
+            ));
+        }
+        _ => {}
+    }
+    if let Some(definition) = target.definitions.get(prop) {
+        if let Some(value_type) = definition.value_type
+            && value_type.field() != input.value.field()
+        {
+            return Err(wrong_field(prop, value_type.field().name()));
+        }
+        if input.language.is_some() && !definition.multilingual {
+            return Err(not_multilingual(prop));
+        }
+    }
+    Ok(Right::Editor)
+}
+
+fn wrong_field(prop: &str, field: &str) -> ApiError {
+    ApiError::bad_request("invalid_value", format!("{prop} takes a `{field}` value"))
+}
+
+fn not_multilingual(prop: &str) -> ApiError {
+    ApiError::bad_request("invalid_language", format!("{prop} is not multilingual"))
+}
+
+fn new_row(target: &Target<'_>, prop: &str, value: &Value, language: Option<String>) -> NewValue {
+    let mut row = NewValue {
+        db: target.db.to_owned(),
+        id: new_id(),
+        entity_id: target.entity_id.to_owned(),
+        prop: prop.to_owned(),
+        language,
+        created_at: target.now,
+        created_by: Some(target.actor.to_owned()),
+        ..NewValue::default()
+    };
+    match value.clone() {
+        Value::String(text) => row.string = Some(text),
+        Value::Number(number) => row.number = Some(number),
+        Value::Boolean(flag) => row.boolean = Some(flag),
+        Value::Date(date) => row.date = Some(date),
+        Value::Datetime(at) => row.datetime = Some(at),
+        Value::Reference(id) => row.reference = Some(id),
+        Value::File {
+            filename,
+            filesize,
+            filetype,
+        } => {
+            row.filename = Some(filename);
+            row.filesize = Some(filesize);
+            row.filetype = Some(filetype);
+        }
+    }
+    row
+}
+
+/// The written values as the response shows them: with `type`, and a new API
+/// key in plain text (the only time it is ever shown).
+fn response_values(rows: &[NewValue], plain_keys: &HashMap<String, String>) -> Vec<Json> {
+    rows.iter()
+        .map(|row| {
+            let mut value = view::stored_value_json(&ValueRow::from(row));
+            value.insert("type".into(), Json::String(row.prop.clone()));
+            if let Some(plain) = plain_keys.get(&row.id) {
+                value.insert("string".into(), Json::String(plain.clone()));
+            }
+            Json::Object(value)
+        })
+        .collect()
+}

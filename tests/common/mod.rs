@@ -1,0 +1,252 @@
+//! The test harness: one throwaway PostgreSQL cluster shared by every test
+//! (and every test process), a database per test cloned from a migrated
+//! template, and the real app served on a free port.
+#![allow(dead_code)] // each test binary uses its own part of the harness
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use eds::config::Settings;
+use eds::db::{self, Pool, local_cluster::LocalCluster};
+use serde_json::{Value as Json, json};
+
+const TEMPLATE: &str = "eds_template";
+pub const JWT_SECRET: &str = "test-secret-not-for-production";
+
+/// Directory of the shared test cluster (`EDS_TEST_PG_DIR`, or one per checkout under /tmp).
+fn cluster_dir() -> PathBuf {
+    if let Ok(dir) = std::env::var("EDS_TEST_PG_DIR") {
+        return PathBuf::from(dir);
+    }
+    let checkout = env!("CARGO_MANIFEST_DIR");
+    let digest = checkout
+        .bytes()
+        .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
+    std::env::temp_dir().join(format!("eds-test-pg-{digest:016x}"))
+}
+
+/// The admin URL of the running test cluster; starts it and migrates the
+/// template once per process, under a file lock shared by all processes.
+fn cluster() -> &'static LocalCluster {
+    static CLUSTER: OnceLock<LocalCluster> = OnceLock::new();
+    CLUSTER.get_or_init(|| {
+        let dir = cluster_dir();
+        let lock_path = dir.with_extension("lock");
+        let lock = std::fs::File::create(&lock_path).expect("create the cluster lock file");
+        lock.lock().expect("lock the test cluster");
+        let cluster = LocalCluster::new(&dir).expect("PostgreSQL server binaries");
+        cluster.ensure_running(true).expect("start the test cluster");
+        let admin = cluster.url("postgres").unwrap();
+        db::create_database_if_missing(&admin, TEMPLATE, None).expect("create the template");
+        db::migrate(&cluster.url(TEMPLATE).unwrap()).expect("migrate the template");
+        lock.unlock().expect("unlock the test cluster");
+        cluster
+    })
+}
+
+/// A fresh, migrated, empty PostgreSQL database; returns its URL.
+pub fn fresh_database() -> String {
+    let cluster = cluster();
+    let name = format!("t_{}", eds::model::ids::new_id());
+    // Cloning a template needs it idle: take the same lock as migration.
+    let lock = std::fs::File::create(cluster_dir().with_extension("lock")).unwrap();
+    lock.lock().unwrap();
+    let created = db::create_database_if_missing(&cluster.url("postgres").unwrap(), &name, Some(TEMPLATE));
+    lock.unlock().unwrap();
+    created.expect("create a test database");
+    cluster.url(&name).unwrap()
+}
+
+pub fn settings(database_url: &str, data_dir: &std::path::Path) -> Settings {
+    Settings::load_with([
+        ("database.url", database_url.to_owned()),
+        ("auth.jwt_secret", JWT_SECRET.to_owned()),
+        ("data.dir", data_dir.to_string_lossy().into_owned()),
+        ("http.workers", "2".to_owned()),
+        ("database.pool_size", "8".to_owned()),
+    ])
+    .expect("test settings")
+}
+
+/// The app served on a free port, with one database `demo` whose owner holds `key`.
+pub struct TestApp {
+    pub url: String,
+    pub database_url: String,
+    pub pool: Pool,
+    pub person: String,
+    pub key: String,
+    pub http: reqwest::Client,
+    _data_dir: tempdir::Dir,
+}
+
+impl TestApp {
+    pub async fn start() -> TestApp {
+        let database_url = fresh_database();
+        let data_dir = tempdir::Dir::new();
+        let settings = settings(&database_url, &data_dir.0);
+        let pool = db::pool(&database_url, 4, 5000).unwrap();
+        let created = db::databases::create(&pool, "demo", "owner@example.com", "Demo Owner")
+            .await
+            .expect("create the demo database");
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (started, ready) = std::sync::mpsc::channel();
+        let server_settings = settings.clone();
+        std::thread::spawn(move || {
+            actix_web::rt::System::new().block_on(async move {
+                let pool = db::pool(&server_settings.database.url, 8, 5000).unwrap();
+                let state = eds::app::state(&server_settings, pool).unwrap();
+                let server = eds::app::server(&server_settings, state, listener).unwrap();
+                started.send(()).unwrap();
+                server.await
+            })
+        });
+        ready.recv().unwrap();
+        TestApp {
+            url,
+            database_url,
+            pool,
+            person: created.person_id,
+            key: created.api_key,
+            http: reqwest::Client::new(),
+            _data_dir: data_dir,
+        }
+    }
+
+    /// An access token for `key` (scoped to `demo`).
+    pub async fn token_for(&self, key: &str) -> String {
+        let (status, body) = self.call("GET", "/api/auth?db=demo", Some(key), None).await;
+        assert_eq!(status, 200, "{body}");
+        body["token"].as_str().unwrap().to_owned()
+    }
+
+    /// The owner's access token.
+    pub async fn owner_token(&self) -> String {
+        self.token_for(&self.key.clone()).await
+    }
+
+    /// Sends a request; answers the status and the JSON body (`null` when empty).
+    pub async fn call(&self, method: &str, path: &str, token: Option<&str>, body: Option<Json>) -> (u16, Json) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut request = self.http.request(method, format!("{}{path}", self.url));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        let json = if text.is_empty() {
+            Json::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("non-JSON body for {path}: {text}"))
+        };
+        (status, json)
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> (u16, Json) {
+        self.call("GET", path, Some(token), None).await
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: Json) -> (u16, Json) {
+        self.call("POST", path, Some(token), Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str, token: &str) -> (u16, Json) {
+        self.call("DELETE", path, Some(token), None).await
+    }
+
+    /// The id of the seeded or created entity of `type_name` named `name`.
+    pub async fn find(&self, token: &str, type_name: &str, name: &str) -> String {
+        let (status, body) = self
+            .get(
+                &format!("/api/demo/entity?_type.string={type_name}&name.string={name}"),
+                token,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["entities"][0]["_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {type_name} {name}: {body}"))
+            .to_owned()
+    }
+
+    /// Creates an entity type `name` and answers its id.
+    pub async fn create_type(&self, token: &str, name: &str) -> String {
+        let entity_type = self.find(token, "entity", "entity").await;
+        let (status, body) = self
+            .post(
+                "/api/demo/entity",
+                token,
+                json!([{"type": "_type", "reference": entity_type}, {"type": "name", "string": name}]),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        body["_id"].as_str().unwrap().to_owned()
+    }
+
+    /// Defines property `name` of `value_type` on a type, with extra attributes.
+    pub async fn define(&self, token: &str, type_id: &str, name: &str, value_type: &str, extra: Json) -> String {
+        let property_type = self.find(token, "entity", "property").await;
+        let mut values = vec![
+            json!({"type": "_type", "reference": property_type}),
+            json!({"type": "_parent", "reference": type_id}),
+            json!({"type": "name", "string": name}),
+            json!({"type": "type", "string": value_type}),
+        ];
+        values.extend(extra.as_array().cloned().unwrap_or_default());
+        let (status, body) = self.post("/api/demo/entity", token, Json::Array(values)).await;
+        assert_eq!(status, 201, "{body}");
+        body["_id"].as_str().unwrap().to_owned()
+    }
+
+    /// Creates an entity of `type_id` with the given extra values; answers its id.
+    pub async fn create(&self, token: &str, type_id: &str, values: Json) -> String {
+        let mut all = vec![json!({"type": "_type", "reference": type_id})];
+        all.extend(values.as_array().cloned().unwrap_or_default());
+        let (status, body) = self.post("/api/demo/entity", token, Json::Array(all)).await;
+        assert_eq!(status, 201, "{body}");
+        body["_id"].as_str().unwrap().to_owned()
+    }
+
+    /// A second person in `demo` with an API key (through `eds key create`'s code path).
+    pub async fn add_person(&self, owner_token: &str, name: &str) -> (String, String) {
+        let person_type = self.find(owner_token, "entity", "person").await;
+        let id = self
+            .create(owner_token, &person_type, json!([{"type": "name", "string": name}]))
+            .await;
+        let (status, body) = self
+            .post(
+                &format!("/api/demo/entity/{id}"),
+                owner_token,
+                json!({"type": "service_api_key", "string": "generate"}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        (id, body["properties"][0]["string"].as_str().unwrap().to_owned())
+    }
+}
+
+/// A temporary directory removed on drop.
+pub mod tempdir {
+    use std::path::PathBuf;
+
+    pub struct Dir(pub PathBuf);
+
+    impl Dir {
+        pub fn new() -> Dir {
+            let dir = std::env::temp_dir().join(format!("eds-test-{}", eds::model::ids::new_id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            Dir(dir)
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
