@@ -1,5 +1,7 @@
 //! The `eds` command: serve, migrate, and administer databases and keys.
 
+use std::io::IsTerminal;
+
 use clap::{Parser, Subcommand};
 use eds::app::{self, ClusterGuard};
 use eds::config::{LogFormat, Settings};

@@ -1,0 +1,174 @@
+//! Two `eds serve` processes on one PostgreSQL: writes stay correct.
+
+mod common;
+
+use std::process::Stdio;
+
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use eds::db::schema::property_values::dsl;
+use serde_json::{Value as Json, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_eds");
+
+fn eds(database_url: &str, data_dir: &std::path::Path) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("EDS__DATABASE__URL", database_url)
+        .env("EDS__AUTH__JWT_SECRET", common::JWT_SECRET)
+        .env("EDS__DATA__DIR", data_dir)
+        .env("EDS__HTTP__BIND", "127.0.0.1:0")
+        .env("EDS__HTTP__WORKERS", "2")
+        .env("EDS__DATABASE__POOL_SIZE", "8")
+        .kill_on_drop(true);
+    command
+}
+
+/// Starts `eds serve` and answers it with its base URL, read from its log.
+async fn serve(database_url: &str, data_dir: &std::path::Path) -> (Child, String) {
+    let mut child = eds(database_url, data_dir)
+        .arg("serve")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        if let Some(at) = line.find("listening on http://") {
+            let url = line[at + "listening on ".len()..].trim().to_owned();
+            // keep draining the log so the server never blocks on a full pipe
+            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            return (child, url);
+        }
+    }
+    panic!("eds serve exited before listening");
+}
+
+#[tokio::test]
+async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
+    let database_url = common::fresh_database();
+    let data_dir = common::tempdir::Dir::new();
+    let created = eds(&database_url, &data_dir.0)
+        .args(["db", "create", "demo", "--email", "race@example.com"])
+        .output()
+        .await
+        .unwrap();
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    let created: Json = serde_json::from_slice(&created.stdout).unwrap();
+    let key = created["api_key"].as_str().unwrap().to_owned();
+
+    let (_a, url_a) = serve(&database_url, &data_dir.0).await;
+    let (_b, url_b) = serve(&database_url, &data_dir.0).await;
+    let http = reqwest::Client::new();
+    let auth: Json = http
+        .get(format!("{url_a}/api/auth?db=demo"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = auth["token"].as_str().unwrap().to_owned();
+    // the same secret signs for both processes
+    let entity_types: Json = http
+        .get(format!(
+            "{url_b}/api/demo/entity?_type.string=entity&name.string=entity"
+        ))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let entity_type = entity_types["entities"][0]["_id"].as_str().unwrap().to_owned();
+    let created: Json = http
+        .post(format!("{url_a}/api/demo/entity"))
+        .bearer_auth(&token)
+        .json(&json!([{"type": "_type", "reference": entity_type}, {"type": "name", "string": "counter"}]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let entity = created["_id"].as_str().unwrap().to_owned();
+
+    let mut clients = Vec::new();
+    for client in 0..8 {
+        let (http, token, entity) = (http.clone(), token.clone(), entity.clone());
+        let url = if client % 2 == 0 { url_a.clone() } else { url_b.clone() };
+        clients.push(tokio::spawn(async move {
+            let mut acknowledged = Vec::new();
+            for round in 0..100 {
+                let current: Json = http
+                    .get(format!("{url}/api/demo/entity/{entity}"))
+                    .bearer_auth(&token)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                let live = current["entity"]["name"][0]["_id"].as_str().unwrap().to_owned();
+                let response = http
+                    .post(format!("{url}/api/demo/entity/{entity}"))
+                    .bearer_auth(&token)
+                    .json(&json!({"type": "name", "string": format!("{client}-{round}"), "_id": live}))
+                    .send()
+                    .await
+                    .unwrap();
+                let status = response.status().as_u16();
+                let body: Json = response.json().await.unwrap();
+                match status {
+                    200 => acknowledged.push(body["properties"][0]["_id"].as_str().unwrap().to_owned()),
+                    400 => assert_eq!(body["error"], "invalid_value_id", "{body}"),
+                    other => panic!("unexpected {other}: {body}"),
+                }
+            }
+            acknowledged
+        }));
+    }
+    let mut acknowledged = Vec::new();
+    for client in clients {
+        acknowledged.extend(client.await.unwrap());
+    }
+    assert!(!acknowledged.is_empty());
+
+    let pool = eds::db::pool(&database_url, 1, 5000).unwrap();
+    let mut conn = pool.get().await.unwrap();
+    let rows: Vec<(String, Option<chrono::DateTime<chrono::Utc>>)> = dsl::property_values
+        .filter(dsl::entity_id.eq(&entity))
+        .filter(dsl::prop.eq("name"))
+        .select((dsl::id, dsl::deleted_at))
+        .load(&mut conn)
+        .await
+        .unwrap();
+    let live: Vec<&String> = rows
+        .iter()
+        .filter(|(_, deleted)| deleted.is_none())
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(live.len(), 1, "exactly one live value");
+    for id in &acknowledged {
+        assert!(rows.iter().any(|(row, _)| row == id), "acknowledged {id} is stored");
+    }
+    // the first value plus one row per acknowledged write: nothing unacknowledged landed
+    assert_eq!(rows.len(), acknowledged.len() + 1);
+    // and the projection agrees with the live row
+    let entity_json: Json = http
+        .get(format!("{url_b}/api/demo/entity/{entity}"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(entity_json["entity"]["name"][0]["_id"], live[0].as_str());
+    assert_eq!(entity_json["entity"]["name"].as_array().unwrap().len(), 1);
+}
