@@ -126,7 +126,8 @@ fn init_logging(settings: &Settings) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&settings.log.level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     match settings.log.format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Pretty => builder.init(),
