@@ -91,14 +91,31 @@ impl RightsLists {
     }
 }
 
-/// Whether a caller (a person of the entity's database, or anonymous) may read
-/// an entity: public to everyone, domain to every person, otherwise viewers.
-pub fn can_read(sharing: Sharing, lists: &RightsLists, person: Option<&str>) -> bool {
+/// How much of an entity a caller sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ViewLevel {
+    /// Anonymous callers of a public entity: values whose definitions are public.
+    Public,
+    /// Persons of the database without a right on a domain or public entity.
+    Domain,
+    /// Viewers and up: every value.
+    Full,
+}
+
+/// What a caller (a person of the entity's database, or anonymous) sees of an
+/// entity: public ones everyone, domain ones every person, all of it viewers.
+pub fn view_level(sharing: Sharing, lists: &RightsLists, person: Option<&str>) -> Option<ViewLevel> {
     match person {
-        None => sharing == Sharing::Public,
-        Some(person) if lists.noaccess.contains(person) => false,
-        Some(person) => sharing >= Sharing::Domain || lists.viewers.contains(person),
+        None => (sharing == Sharing::Public).then_some(ViewLevel::Public),
+        Some(person) if lists.noaccess.contains(person) => None,
+        Some(person) if lists.viewers.contains(person) => Some(ViewLevel::Full),
+        Some(_) => (sharing >= Sharing::Domain).then_some(ViewLevel::Domain),
     }
+}
+
+/// Whether a caller may read an entity at all.
+pub fn can_read(sharing: Sharing, lists: &RightsLists, person: Option<&str>) -> bool {
+    view_level(sharing, lists, person).is_some()
 }
 
 /// Whether `person` holds at least `needed` on an entity with these effective lists.
@@ -156,6 +173,16 @@ mod tests {
         assert_eq!(lists.right_of("p"), Some(Right::Owner));
         assert_eq!(lists.right_of("pv"), Some(Right::Viewer));
         assert!(lists.noaccess.is_empty());
+    }
+
+    #[test]
+    fn view_levels_follow_rights_and_sharing() {
+        let lists = RightsLists::effective(&own(&["o"], &[], &["v"], &["n"]), &[]);
+        assert_eq!(view_level(Sharing::Public, &lists, None), Some(ViewLevel::Public));
+        assert_eq!(view_level(Sharing::Public, &lists, Some("x")), Some(ViewLevel::Domain));
+        assert_eq!(view_level(Sharing::Domain, &lists, Some("v")), Some(ViewLevel::Full));
+        assert_eq!(view_level(Sharing::Public, &lists, Some("n")), None);
+        assert_eq!(view_level(Sharing::Private, &lists, Some("x")), None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 mod common;
 
 use common::TestApp;
-use eds::db::projection::{Projection, effective_rights};
+use eds::db::projection::{Projection, context_for, effective_rights};
 use eds::db::values;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -16,6 +16,23 @@ async fn maintained_projection_equals_a_rebuild_from_value_rows() {
     let owner = app.owner_token().await;
     let (other, _) = app.add_person(&owner, "Other").await;
     let thing = app.create_type(&owner, "thing").await;
+    app.post(
+        &format!("/api/demo/entity/{thing}"),
+        &owner,
+        json!({"type": "_sharing", "string": "public"}),
+    )
+    .await;
+    let searchable = json!([{"type": "search", "boolean": true}, {"type": "_sharing", "string": "public"}]);
+    app.define(&owner, &thing, "name", "string", searchable.clone()).await;
+    app.define(
+        &owner,
+        &thing,
+        "link",
+        "reference",
+        json!([{"type": "search", "boolean": true}, {"type": "_sharing", "string": "domain"}]),
+    )
+    .await;
+    app.define(&owner, &thing, "size", "number", searchable).await;
     let mut rng = StdRng::seed_from_u64(20261121);
     let mut entities: Vec<String> = Vec::new();
     for step in 0..150 {
@@ -113,7 +130,8 @@ async fn maintained_projection_equals_a_rebuild_from_value_rows() {
             .unwrap()
             .unwrap();
         let rows = values::live_values(&mut conn, "demo", id).await.unwrap();
-        let rebuilt = Projection::from_values(id, &rows);
+        let context = context_for(&mut conn, "demo", &rows).await.unwrap();
+        let rebuilt = Projection::from_values(id, &rows, &context);
         let lists = effective_rights(&mut conn, "demo", &rebuilt).await.unwrap();
         assert_eq!(stored.doc, rebuilt.doc, "{id}");
         assert_eq!(stored.name, rebuilt.name);
@@ -121,6 +139,27 @@ async fn maintained_projection_equals_a_rebuild_from_value_rows() {
         assert_eq!(stored.parent_ids, rebuilt.parent_ids);
         assert_eq!(stored.sharing(), rebuilt.sharing);
         assert_eq!(stored.lists(), lists, "{id}: effective rights");
+        assert_eq!(
+            (stored.public_props, stored.domain_props),
+            (rebuilt.public_props, rebuilt.domain_props)
+        );
+        let search: (String, String, String) = {
+            use diesel::prelude::*;
+            use diesel_async::RunQueryDsl;
+            use eds::db::schema::entities::dsl;
+            dsl::entities
+                .filter(dsl::db.eq("demo"))
+                .filter(dsl::id.eq(id))
+                .select((dsl::search_private, dsl::search_domain, dsl::search_public))
+                .first(&mut conn)
+                .await
+                .unwrap()
+        };
+        assert_eq!(
+            search,
+            (rebuilt.search_private, rebuilt.search_domain, rebuilt.search_public),
+            "{id}: search"
+        );
         checked += 1;
     }
     assert!(checked >= 3);

@@ -1,17 +1,30 @@
 //! The per-entity read projection: the entity's JSON, name, type, parents,
-//! sharing and effective rights, rebuilt from its live values inside the
-//! transaction of every write that touches it.
+//! sharing, effective rights, views and search text, rebuilt from its live
+//! values inside the transaction of every write that touches it.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::{Map, Value as Json};
 
-use crate::db::schema::entities;
+use crate::db::schema::{entities, property_values};
 use crate::db::values::{self, EntityRow, ValueRow};
+use crate::model::PROPERTY_TYPE;
+use crate::model::definition::PropertyDefinition;
 use crate::rights::{RightsLists, Sharing};
 use crate::view;
+
+/// What the projection needs besides the entity's own values.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectionContext {
+    /// Definitions of the entity type's properties, by name.
+    pub definitions: HashMap<String, PropertyDefinition>,
+    /// The entity type's own `_sharing`: it caps every definition's.
+    pub type_sharing: Option<Sharing>,
+    /// Names of referenced entities, for searchable references.
+    pub names: HashMap<String, String>,
+}
 
 /// What an entity's live values say about it, before rights inheritance.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,11 +36,20 @@ pub struct Projection {
     pub sharing: Sharing,
     pub inherit_rights: bool,
     pub own_rights: RightsLists,
+    pub public_props: Vec<String>,
+    pub domain_props: Vec<String>,
+    pub search_private: String,
+    pub search_domain: String,
+    pub search_public: String,
 }
+
+/// Only the first characters of a query word count; longer stored words are
+/// kept whole so any part of them matches.
+pub const SEARCH_WORD_CHARS: usize = 20;
 
 impl Projection {
     /// Builds the projection of entity `id` from its live values (oldest first).
-    pub fn from_values(id: &str, rows: &[ValueRow]) -> Projection {
+    pub fn from_values(id: &str, rows: &[ValueRow], context: &ProjectionContext) -> Projection {
         let mut doc = Map::new();
         doc.insert("_id".into(), Json::String(id.to_owned()));
         let mut projection = Projection {
@@ -38,6 +60,11 @@ impl Projection {
             sharing: Sharing::Private,
             inherit_rights: false,
             own_rights: RightsLists::default(),
+            public_props: Vec::new(),
+            domain_props: Vec::new(),
+            search_private: String::new(),
+            search_domain: String::new(),
+            search_public: String::new(),
         };
         let mut sharing_seen = false;
         let mut inherit_seen = false;
@@ -71,21 +98,79 @@ impl Projection {
                 _ => {}
             }
         }
+        let type_sharing = context.type_sharing.unwrap_or(Sharing::Private);
+        for prop in doc.keys().filter(|prop| !prop.starts_with('_')) {
+            let Some(definition) = context.definitions.get(prop) else {
+                continue;
+            };
+            let sharing = definition.sharing.min(type_sharing);
+            if sharing >= Sharing::Domain {
+                projection.domain_props.push(prop.clone());
+            }
+            if sharing == Sharing::Public {
+                projection.public_props.push(prop.clone());
+            }
+        }
+        for row in rows {
+            if !context.definitions.get(&row.prop).is_some_and(|d| d.search) {
+                continue;
+            }
+            let Some(text) = search_text(row, &context.names) else {
+                continue;
+            };
+            append_words(&mut projection.search_private, &text);
+            if projection.domain_props.contains(&row.prop) {
+                append_words(&mut projection.search_domain, &text);
+            }
+            if projection.public_props.contains(&row.prop) {
+                append_words(&mut projection.search_public, &text);
+            }
+        }
         projection.doc = Json::Object(doc);
         projection
     }
 }
 
-/// Re-projects entity `id` and, when its effective rights changed, every live
-/// descendant that inherits them.
+/// The searchable text of one value: strings, numbers, dates, file names and
+/// the names of referenced entities.
+fn search_text(row: &ValueRow, names: &HashMap<String, String>) -> Option<String> {
+    if let Some(text) = &row.string {
+        return Some(text.clone());
+    }
+    if let Some(target) = &row.reference {
+        return names.get(target).cloned();
+    }
+    if let Some(number) = row.number {
+        return Some(view::number_json(number).to_string());
+    }
+    if let Some(date) = row.date {
+        return Some(date.format("%Y-%m-%d").to_string());
+    }
+    row.filename.clone()
+}
+
+fn append_words(index: &mut String, text: &str) {
+    for word in text.split_whitespace() {
+        if !index.is_empty() {
+            index.push(' ');
+        }
+        index.push_str(&word.to_lowercase());
+    }
+}
+
+/// Re-projects entity `id` and what depends on it: inheriting descendants when
+/// its effective rights change, referrers when its name changes (their search
+/// text holds it), and the entities of a type when one of its property
+/// definitions or its own sharing changes.
 pub async fn project(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryResult<()> {
     let mut pending = vec![id.to_owned()];
     let mut done = HashSet::new();
     while let Some(next) = pending.pop() {
         if !done.insert(next.clone()) {
-            continue; // a cycle of parents
+            continue; // a cycle of parents or references
         }
-        if project_one(conn, db, &next).await? {
+        let changes = project_one(conn, db, &next).await?;
+        if changes.rights {
             let heirs: Vec<String> = entities::table
                 .filter(entities::db.eq(db))
                 .filter(entities::parent_ids.contains(vec![next.clone()]))
@@ -96,36 +181,138 @@ pub async fn project(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryR
                 .await?;
             pending.extend(heirs);
         }
+        if changes.name {
+            let referrers: Vec<String> = property_values::table
+                .filter(property_values::db.eq(db))
+                .filter(property_values::reference.eq(&next))
+                .filter(property_values::deleted_at.is_null())
+                .filter(property_values::prop.not_like("\\_%"))
+                .select(property_values::entity_id)
+                .distinct()
+                .load(conn)
+                .await?;
+            pending.extend(referrers.into_iter().filter(|referrer| !done.contains(referrer)));
+        }
+        for type_id in changes.types_to_reproject {
+            let members: Vec<String> = entities::table
+                .filter(entities::db.eq(db))
+                .filter(entities::type_id.eq(&type_id))
+                .filter(entities::deleted_at.is_null())
+                .select(entities::id)
+                .load(conn)
+                .await?;
+            pending.extend(members.into_iter().filter(|member| !done.contains(member)));
+        }
     }
     Ok(())
 }
 
-/// Rebuilds one entity's projection; answers whether its effective rights changed.
-async fn project_one(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryResult<bool> {
+/// What changed in one re-projection that others depend on.
+struct Changes {
+    rights: bool,
+    name: bool,
+    types_to_reproject: Vec<String>,
+}
+
+/// Rebuilds one entity's projection.
+async fn project_one(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryResult<Changes> {
     let rows = values::live_values(conn, db, id).await?;
-    let projection = Projection::from_values(id, &rows);
+    let previous = values::live_entity(conn, db, id, false).await?;
+    let context = context_for(conn, db, &rows).await?;
+    let projection = Projection::from_values(id, &rows, &context);
     let lists = effective_rights(conn, db, &projection).await?;
-    let previous = values::live_entity(conn, db, id, false).await?.map(|row| row.lists());
     let array = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>();
     diesel::update(entities::table)
         .filter(entities::db.eq(db))
         .filter(entities::id.eq(id))
         .set((
-            entities::doc.eq(&projection.doc),
-            entities::name.eq(&projection.name),
-            entities::type_id.eq(&projection.type_id),
-            entities::parent_ids.eq(&projection.parent_ids),
-            entities::sharing.eq(projection.sharing.as_str()),
-            entities::inherit_rights.eq(projection.inherit_rights),
-            entities::owners.eq(array(&lists.owners)),
-            entities::editors.eq(array(&lists.editors)),
-            entities::expanders.eq(array(&lists.expanders)),
-            entities::viewers.eq(array(&lists.viewers)),
-            entities::noaccess.eq(array(&lists.noaccess)),
+            (
+                entities::doc.eq(&projection.doc),
+                entities::name.eq(&projection.name),
+                entities::type_id.eq(&projection.type_id),
+                entities::parent_ids.eq(&projection.parent_ids),
+                entities::sharing.eq(projection.sharing.as_str()),
+                entities::inherit_rights.eq(projection.inherit_rights),
+            ),
+            (
+                entities::owners.eq(array(&lists.owners)),
+                entities::editors.eq(array(&lists.editors)),
+                entities::expanders.eq(array(&lists.expanders)),
+                entities::viewers.eq(array(&lists.viewers)),
+                entities::noaccess.eq(array(&lists.noaccess)),
+            ),
+            (
+                entities::public_props.eq(&projection.public_props),
+                entities::domain_props.eq(&projection.domain_props),
+                entities::search_private.eq(&projection.search_private),
+                entities::search_domain.eq(&projection.search_domain),
+                entities::search_public.eq(&projection.search_public),
+            ),
         ))
         .execute(conn)
         .await?;
-    Ok(previous.as_ref() != Some(&lists))
+    let mut types_to_reproject = Vec::new();
+    let kind = match &projection.type_id {
+        Some(type_id) => values::names_and_types(conn, db, std::slice::from_ref(type_id))
+            .await?
+            .pop(),
+        None => None,
+    };
+    let doc_changed = previous.as_ref().is_none_or(|row| row.doc != projection.doc);
+    if doc_changed && kind.as_ref().and_then(|k| k.1.as_deref()) == Some(PROPERTY_TYPE) {
+        // a definition: its types' entities show and index values by it
+        let mut parents = projection.parent_ids.clone();
+        if let Some(row) = &previous {
+            parents.extend(row.parent_ids.iter().cloned());
+        }
+        types_to_reproject.extend(parents);
+    } else if previous.as_ref().is_some_and(|row| row.sharing() != projection.sharing) {
+        // a type's sharing caps its definitions' (a no-op for other entities)
+        types_to_reproject.push(id.to_owned());
+    }
+    Ok(Changes {
+        rights: previous.as_ref().map(EntityRow::lists) != Some(lists),
+        name: previous.is_some_and(|row| row.name != projection.name),
+        types_to_reproject,
+    })
+}
+
+/// Loads the definitions, type sharing and referenced names an entity's projection needs.
+pub async fn context_for(conn: &mut AsyncPgConnection, db: &str, rows: &[ValueRow]) -> QueryResult<ProjectionContext> {
+    let Some(type_id) = rows
+        .iter()
+        .find(|row| row.prop == "_type")
+        .and_then(|row| row.reference.clone())
+    else {
+        return Ok(ProjectionContext::default());
+    };
+    let definitions: HashMap<String, PropertyDefinition> = values::definitions_of_type(conn, db, &type_id)
+        .await?
+        .into_iter()
+        .filter_map(|(name, doc)| Some((name?, PropertyDefinition::from_doc(&doc))))
+        .collect();
+    let type_sharing = values::live_entity(conn, db, &type_id, false)
+        .await?
+        .map(|row| row.sharing());
+    let searchable_targets: Vec<String> = rows
+        .iter()
+        .filter(|row| definitions.get(&row.prop).is_some_and(|d| d.search))
+        .filter_map(|row| row.reference.clone())
+        .collect();
+    let names = if searchable_targets.is_empty() {
+        HashMap::new()
+    } else {
+        values::names_and_types(conn, db, &searchable_targets)
+            .await?
+            .into_iter()
+            .filter_map(|(id, name, _)| Some((id, name?)))
+            .collect()
+    };
+    Ok(ProjectionContext {
+        definitions,
+        type_sharing,
+        names,
+    })
 }
 
 /// The entity's own lists, plus its parents' effective lists when it inherits.

@@ -26,6 +26,11 @@ diesel::table! {
         viewers -> Array<Text>,
         noaccess -> Array<Text>,
         doc -> Jsonb,
+        public_props -> Array<Text>,
+        domain_props -> Array<Text>,
+        search_private -> Text,
+        search_domain -> Text,
+        search_public -> Text,
     }
 }
 

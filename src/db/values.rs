@@ -54,7 +54,7 @@ pub struct NewValue {
 }
 
 /// The parts of an entity's row that reads and rights checks need.
-#[derive(Debug, Clone, Queryable, Selectable)]
+#[derive(Debug, Clone, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = entities)]
 pub struct EntityRow {
     pub id: String,
@@ -68,6 +68,8 @@ pub struct EntityRow {
     pub viewers: Vec<String>,
     pub noaccess: Vec<String>,
     pub doc: serde_json::Value,
+    pub public_props: Vec<String>,
+    pub domain_props: Vec<String>,
 }
 
 impl EntityRow {

@@ -5,11 +5,12 @@ use serde_json::{Map, Value as Json, json};
 
 use super::error::ApiError;
 use super::{AppState, Caller};
-use crate::db::values;
+use crate::db::values::{self, EntityRow};
 use crate::model::ids::is_valid_id;
 use crate::model::value::parse_body;
-use crate::query::{ListQuery, sql};
-use crate::rights::can_read;
+use crate::query::ListQuery;
+use crate::query::sql::{self, ListResult};
+use crate::rights::view_level;
 use crate::view;
 use crate::write::{WriteOp, WriteOutcome, WriteRequest};
 
@@ -25,22 +26,50 @@ pub async fn list(
     let params: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
         .map_err(|_| ApiError::bad_request("invalid_query", "Malformed query string"))?;
     let query = ListQuery::parse(&params)?;
+    let person = caller.person_in(&db);
     let mut conn = state.pool.get().await?;
-    let (mut docs, count) = sql::run(&mut conn, &db, caller.person_in(&db), &query).await?;
-    if let Some(props) = &query.props {
-        for doc in &mut docs {
-            if let Some(object) = doc.as_object_mut() {
-                object.retain(|key, _| key == "_id" || props.iter().any(|p| p == key));
+    let visible = |entity: EntityRow| {
+        let level = view_level(entity.sharing(), &entity.lists(), person)?;
+        let mut doc = view::visible_doc(entity, level);
+        if let (Some(props), Some(object)) = (&query.props, doc.as_object_mut()) {
+            object.retain(|key, _| key == "_id" || props.iter().any(|p| p == key));
+        }
+        Some(doc)
+    };
+    match sql::run(&mut conn, &db, person, &query).await? {
+        ListResult::Page { entities, count } => {
+            let mut docs: Vec<Json> = entities.into_iter().filter_map(visible).collect();
+            view::resolve_references(&mut conn, &db, &mut docs).await?;
+            Ok(HttpResponse::Ok().json(json!({
+                "entities": docs,
+                "count": count,
+                "limit": query.limit,
+                "skip": query.skip,
+            })))
+        }
+        ListResult::Groups { groups } => {
+            // Rows carry only the `props` values of the group's first entity.
+            let mut rows = Vec::with_capacity(groups.len());
+            for (entity, size) in groups {
+                let Some(mut doc) = visible(entity) else { continue };
+                if let Some(object) = doc.as_object_mut() {
+                    object.remove("_id");
+                    if query.props.is_none() {
+                        object.clear();
+                    }
+                    object.insert("_count".into(), Json::from(size));
+                }
+                rows.push(doc);
             }
+            view::resolve_references(&mut conn, &db, &mut rows).await?;
+            Ok(HttpResponse::Ok().json(json!({
+                "entities": rows,
+                "count": rows.len(),
+                "limit": query.limit,
+                "skip": query.skip,
+            })))
         }
     }
-    view::resolve_references(&mut conn, &db, &mut docs).await?;
-    Ok(HttpResponse::Ok().json(json!({
-        "entities": docs,
-        "count": count,
-        "limit": query.limit,
-        "skip": query.skip,
-    })))
 }
 
 /// `GET /api/{db}/entity/{_id}`: `{"entity":{...}}`.
@@ -57,9 +86,10 @@ pub async fn read(
     let mut conn = state.pool.get().await?;
     let entity = values::live_entity(&mut conn, &db, &id, false)
         .await?
-        .filter(|entity| can_read(entity.sharing(), &entity.lists(), caller.person_in(&db)))
         .ok_or_else(ApiError::entity_not_found)?;
-    let mut docs = [entity.doc];
+    let level =
+        view_level(entity.sharing(), &entity.lists(), caller.person_in(&db)).ok_or_else(ApiError::entity_not_found)?;
+    let mut docs = [view::visible_doc(entity, level)];
     view::resolve_references(&mut conn, &db, &mut docs).await?;
     let [doc] = docs;
     Ok(HttpResponse::Ok().json(json!({ "entity": doc })))

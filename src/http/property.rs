@@ -7,7 +7,7 @@ use super::error::ApiError;
 use super::{AppState, Caller};
 use crate::db::values;
 use crate::model::ids::is_valid_id;
-use crate::rights::can_read;
+use crate::rights::view_level;
 use crate::view;
 use crate::write::{WriteOp, WriteRequest};
 
@@ -27,10 +27,14 @@ pub async fn read(
         .await?
         .filter(|value| value.deleted_at.is_none())
         .ok_or_else(ApiError::property_not_found)?;
-    values::live_entity(&mut conn, &db, &value.entity_id, false)
+    let entity = values::live_entity(&mut conn, &db, &value.entity_id, false)
         .await?
-        .filter(|entity| can_read(entity.sharing(), &entity.lists(), caller.person_in(&db)))
         .ok_or_else(ApiError::property_not_found)?;
+    let shown = view_level(entity.sharing(), &entity.lists(), caller.person_in(&db))
+        .is_some_and(|level| view::shows(&entity, level, &value.prop));
+    if !shown {
+        return Err(ApiError::property_not_found());
+    }
     // References resolve inside an entity document; wrap the value in one.
     let mut docs = [json!({ value.prop.clone(): [view::property_json(&value)] })];
     view::resolve_references(&mut conn, &db, &mut docs).await?;

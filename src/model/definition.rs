@@ -4,12 +4,17 @@
 use serde_json::Value as Json;
 
 use crate::model::value::{ValueField, ValueType};
+use crate::rights::Sharing;
 
 /// What the service reads from a property definition entity.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PropertyDefinition {
     pub value_type: Option<ValueType>,
     pub multilingual: bool,
+    /// Values are full-text searchable (`q`).
+    pub search: bool,
+    /// The definition's own `_sharing`: the widest view its values appear in.
+    pub sharing: Sharing,
 }
 
 impl PropertyDefinition {
@@ -24,6 +29,12 @@ impl PropertyDefinition {
             multilingual: first("multilingual", "boolean")
                 .and_then(|v| v.as_bool())
                 .unwrap_or(false),
+            search: first("search", "boolean").and_then(|v| v.as_bool()).unwrap_or(false),
+            sharing: first("_sharing", "string")
+                .as_ref()
+                .and_then(Json::as_str)
+                .and_then(Sharing::parse)
+                .unwrap_or(Sharing::Private),
         }
     }
 }
@@ -96,12 +107,14 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn definition_reads_type_and_multilingual() {
-        let doc = json!({"type":[{"_id":"x","string":"number"}],"multilingual":[{"boolean":true}]});
+    fn definition_reads_its_attributes() {
+        let doc = json!({"type":[{"_id":"x","string":"number"}],"multilingual":[{"boolean":true}],
+            "search":[{"boolean":true}],"_sharing":[{"string":"public"}]});
         let def = PropertyDefinition::from_doc(&doc);
         assert_eq!(def.value_type, Some(ValueType::Number));
-        assert!(def.multilingual);
-        assert_eq!(PropertyDefinition::from_doc(&json!({})), PropertyDefinition::default());
+        assert!(def.multilingual && def.search);
+        assert_eq!(def.sharing, Sharing::Public);
+        assert_eq!(PropertyDefinition::from_doc(&json!({})).sharing, Sharing::Private);
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod sql;
 
 use chrono::{DateTime, NaiveDate, Utc};
 
+use crate::db::projection::SEARCH_WORD_CHARS;
 use crate::http::error::ApiError;
 use crate::model::ids::is_valid_id;
 use crate::model::value::{is_valid_property_name, parse_date, parse_datetime};
@@ -152,6 +153,10 @@ pub struct ListQuery {
     pub skip: i64,
     /// Property names to return (`_id` is always returned); `None` returns all.
     pub props: Option<Vec<String>>,
+    /// Full-text words (lowercased, at most 20 characters each); all must match.
+    pub words: Vec<String>,
+    /// Group by these values: one row per distinct combination.
+    pub group: Vec<(String, Field)>,
 }
 
 const MAX_REGEX_LENGTH: usize = 512;
@@ -165,12 +170,16 @@ impl ListQuery {
             limit: DEFAULT_LIMIT,
             skip: 0,
             props: None,
+            words: Vec::new(),
+            group: Vec::new(),
         };
         for (key, value) in params {
             match key.as_str() {
                 "limit" => query.limit = value.trim().parse().ok().filter(|l| *l > 0).unwrap_or(DEFAULT_LIMIT),
                 "skip" => query.skip = value.trim().parse().ok().filter(|s| *s >= 0).unwrap_or(0),
                 "sort" => query.sort = parse_sort(value),
+                "q" => query.words = parse_words(value),
+                "group" => query.group = value.split(',').filter_map(|key| parse_value_key(key.trim())).collect(),
                 "props" => {
                     query.props = Some(
                         value
@@ -204,17 +213,25 @@ fn parse_sort(value: &str) -> Vec<SortKey> {
             let target = if key == "_id" {
                 SortTarget::Id
             } else {
-                let (prop, field) = key.split_once('.')?;
-                if !is_valid_property_name(prop) {
-                    return None;
-                }
-                SortTarget::Value {
-                    prop: prop.to_owned(),
-                    field: Field::parse(field)?,
-                }
+                let (prop, field) = parse_value_key(key)?;
+                SortTarget::Value { prop, field }
             };
             Some(SortKey { target, descending })
         })
+        .collect()
+}
+
+/// `<prop>.<field>`, as `sort` and `group` name values.
+fn parse_value_key(key: &str) -> Option<(String, Field)> {
+    let (prop, field) = key.split_once('.')?;
+    is_valid_property_name(prop).then(|| Some((prop.to_owned(), Field::parse(field)?)))?
+}
+
+/// Rule 12: words split on spaces, matched case-insensitively, only the first
+/// 20 characters of each counting.
+fn parse_words(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .map(|word| word.to_lowercase().chars().take(SEARCH_WORD_CHARS).collect())
         .collect()
 }
 
@@ -417,6 +434,24 @@ mod tests {
         assert!(query.sort[0].descending);
         assert_eq!(query.sort[2].target, SortTarget::Id);
         assert_eq!(query.props, Some(vec!["name".to_owned(), "price".to_owned()]));
+    }
+
+    #[test]
+    fn q_words_are_lowercased_and_cut_at_20_characters() {
+        let query = parse(&[("q", "  Dune  ABCDEFGHIJKLMNOPQRSTUVWXYZ ")]).unwrap();
+        assert_eq!(query.words, ["dune", "abcdefghijklmnopqrst"]);
+    }
+
+    #[test]
+    fn group_takes_comma_separated_values() {
+        let query = parse(&[("group", "instock.boolean, type.string,bad")]).unwrap();
+        assert_eq!(
+            query.group,
+            [
+                ("instock".to_owned(), Field::Boolean),
+                ("type".to_owned(), Field::String)
+            ]
+        );
     }
 
     #[test]

@@ -1,17 +1,20 @@
 //! SQL for list queries. Every user-supplied text (property names included)
 //! travels as a bind parameter; the SQL text holds only fixed fragments.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, NaiveDate, Utc};
 use diesel::QueryableByName;
 use diesel::pg::Pg;
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
-use diesel::sql_types::{Array, BigInt, Bool, Date, Double, Jsonb, Text, Timestamptz};
+use diesel::sql_types::{Array, BigInt, Bool, Date, Double, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use serde_json::Value as Json;
 
 use super::{Condition, Field, Filter, ListQuery, Operand, Operator, RegexFlags, SortTarget};
+use crate::db::values::EntityRow;
 use crate::http::error::ApiError;
 use crate::model::API_KEY_PROPERTY;
+use crate::view::ALWAYS_SHOWN;
 
 /// A bind parameter value.
 #[derive(Debug, Clone)]
@@ -72,27 +75,46 @@ impl Sql {
 }
 
 #[derive(QueryableByName)]
-struct DocRow {
-    #[diesel(sql_type = Jsonb)]
-    doc: Json,
-}
-
-#[derive(QueryableByName)]
 struct CountRow {
     #[diesel(sql_type = BigInt)]
     count: i64,
 }
 
-/// One page of matching entity documents and the number of all matches.
+#[derive(QueryableByName)]
+struct GroupRow {
+    #[diesel(sql_type = Text)]
+    first: String,
+    #[diesel(sql_type = BigInt)]
+    count: i64,
+}
+
+/// The columns of [`EntityRow`], read from alias `e`.
+const ENTITY_COLUMNS: &str = "e.id, e.type_id, e.parent_ids, e.name, e.sharing, e.owners, e.editors, e.expanders, \
+     e.viewers, e.noaccess, e.doc, e.public_props, e.domain_props";
+
+/// What a list query found.
+pub enum ListResult {
+    /// One page of matching entities, and the number of all matches.
+    Page { entities: Vec<EntityRow>, count: i64 },
+    /// One row per group: its first entity (lowest `_id`) and its size.
+    Groups { groups: Vec<(EntityRow, i64)> },
+}
+
+/// Runs a list query for a caller (`person` in this database, or anonymous).
 pub async fn run(
     conn: &mut AsyncPgConnection,
     db: &str,
     person: Option<&str>,
     query: &ListQuery,
-) -> Result<(Vec<Json>, i64), ApiError> {
+) -> Result<ListResult, ApiError> {
+    if !query.group.is_empty() {
+        return run_grouped(conn, db, person, query).await;
+    }
     let mut page = Sql::default();
-    page.push("SELECT e.doc FROM entities e WHERE ");
-    where_clause(&mut page, db, person, &query.filters);
+    page.push("SELECT ")
+        .push(ENTITY_COLUMNS)
+        .push(" FROM entities e WHERE ");
+    where_clause(&mut page, db, person, query);
     page.push(" ORDER BY ");
     for key in &query.sort {
         let direction = if key.descending { "DESC" } else { "ASC" };
@@ -102,16 +124,15 @@ pub async fn run(
                 // Multi-valued properties sort by their smallest value
                 // ascending and their largest descending; entities without
                 // the property come last either way.
-                let aggregate = if key.descending { "max" } else { "min" };
-                page.push(&format!(
-                    "(SELECT {aggregate}(v.{}) FROM property_values v ",
-                    column(*field)
-                ))
-                .push("WHERE v.db = e.db AND v.entity_id = e.id AND v.deleted_at IS NULL AND v.prop = ")
-                .bind(Bind::Text(prop.clone()))
-                .push(") ")
-                .push(direction)
-                .push(" NULLS LAST");
+                let aggregate = match (field, key.descending) {
+                    (Field::Boolean, false) => "bool_and",
+                    (Field::Boolean, true) => "bool_or",
+                    (_, false) => "min",
+                    (_, true) => "max",
+                };
+                page.push(&format!("(SELECT {aggregate}(v.{}) ", column(*field)));
+                visible_values(&mut page, person, prop);
+                page.push(") ").push(direction).push(" NULLS LAST");
             }
         }
         page.push(", ");
@@ -123,14 +144,62 @@ pub async fn run(
 
     let mut count = Sql::default();
     count.push("SELECT count(*) AS count FROM entities e WHERE ");
-    where_clause(&mut count, db, person, &query.filters);
+    where_clause(&mut count, db, person, query);
 
-    let docs = page.into_query().load::<DocRow>(conn).await?;
-    let total = count.into_query().get_result::<CountRow>(conn).await?;
-    Ok((docs.into_iter().map(|row| row.doc).collect(), total.count))
+    let entities = page.into_query().load::<EntityRow>(conn).await?;
+    let count = count.into_query().get_result::<CountRow>(conn).await?.count;
+    Ok(ListResult::Page { entities, count })
 }
 
-fn where_clause(sql: &mut Sql, db: &str, person: Option<&str>, filters: &[Filter]) {
+/// Rule 14: one row per distinct combination of the grouped values (a
+/// multi-valued property groups by its smallest value).
+async fn run_grouped(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    person: Option<&str>,
+    query: &ListQuery,
+) -> Result<ListResult, ApiError> {
+    let mut sql = Sql::default();
+    sql.push("SELECT min(g.id) AS first, count(*) AS count FROM (SELECT e.id");
+    for (index, (prop, field)) in query.group.iter().enumerate() {
+        sql.push(&format!(", (SELECT min(v.{}::text) ", column(*field)));
+        visible_values(&mut sql, person, prop);
+        sql.push(&format!(") AS k{index}"));
+    }
+    sql.push(" FROM entities e WHERE ");
+    where_clause(&mut sql, db, person, query);
+    let keys: Vec<String> = (0..query.group.len()).map(|index| format!("k{index}")).collect();
+    sql.push(") g GROUP BY ")
+        .push(&keys.join(", "))
+        .push(" ORDER BY ")
+        .push(&keys.join(", "));
+    let groups = sql.into_query().load::<GroupRow>(conn).await?;
+
+    let firsts: Vec<String> = groups.iter().map(|group| group.first.clone()).collect();
+    let mut entities = Sql::default();
+    entities
+        .push("SELECT ")
+        .push(ENTITY_COLUMNS)
+        .push(" FROM entities e WHERE e.db = ")
+        .bind(Bind::Text(db.to_owned()))
+        .push(" AND e.id = ANY (")
+        .bind(Bind::TextArray(firsts))
+        .push(")");
+    let mut by_id: HashMap<String, EntityRow> = entities
+        .into_query()
+        .load::<EntityRow>(conn)
+        .await?
+        .into_iter()
+        .map(|row| (row.id.clone(), row))
+        .collect();
+    let groups = groups
+        .into_iter()
+        .filter_map(|group| Some((by_id.remove(&group.first)?, group.count)))
+        .collect();
+    Ok(ListResult::Groups { groups })
+}
+
+fn where_clause(sql: &mut Sql, db: &str, person: Option<&str>, query: &ListQuery) {
     sql.push("e.db = ")
         .bind(Bind::Text(db.to_owned()))
         .push(" AND e.deleted_at IS NULL AND ");
@@ -144,10 +213,56 @@ fn where_clause(sql: &mut Sql, db: &str, person: Option<&str>, filters: &[Filter
                 .push(" = ANY (e.viewers))");
         }
     }
-    for filter in filters {
-        sql.push(" AND ");
-        filter_clause(sql, filter);
+    for word in &query.words {
+        let pattern = Bind::Text(format!("%{}%", escape_like(word)));
+        match person {
+            None => _ = sql.push(" AND e.search_public LIKE ").bind(pattern),
+            // Viewers search every searchable value, others the domain view's.
+            Some(person) => {
+                sql.push(" AND (e.search_domain LIKE ")
+                    .bind(pattern.clone())
+                    .push(" OR (")
+                    .bind(Bind::Text(person.to_owned()))
+                    .push(" = ANY (e.viewers) AND e.search_private LIKE ")
+                    .bind(pattern)
+                    .push("))");
+            }
+        }
     }
+    for filter in &query.filters {
+        sql.push(" AND ");
+        filter_clause(sql, person, filter);
+    }
+}
+
+/// `FROM property_values v WHERE ...`: the live values of `prop` on entity `e`
+/// that the caller's view of `e` shows.
+fn visible_values(sql: &mut Sql, person: Option<&str>, prop: &str) {
+    sql.push("FROM property_values v WHERE v.db = e.db AND v.entity_id = e.id AND v.deleted_at IS NULL AND v.prop = ")
+        .bind(Bind::Text(prop.to_owned()));
+    if ALWAYS_SHOWN.contains(&prop) {
+        return;
+    }
+    match person {
+        None => _ = sql.push(" AND v.prop = ANY (e.public_props)"),
+        Some(person) => {
+            sql.push(" AND (v.prop = ANY (e.domain_props) OR ")
+                .bind(Bind::Text(person.to_owned()))
+                .push(" = ANY (e.viewers))");
+        }
+    }
+}
+
+/// Escapes LIKE's wildcards in a search word.
+fn escape_like(word: &str) -> String {
+    let mut escaped = String::with_capacity(word.len());
+    for c in word.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
 }
 
 /// The column a field lives in (a fixed name, never user text).
@@ -166,7 +281,7 @@ fn column(field: Field) -> &'static str {
     }
 }
 
-fn filter_clause(sql: &mut Sql, filter: &Filter) {
+fn filter_clause(sql: &mut Sql, person: Option<&str>, filter: &Filter) {
     if filter.prop == API_KEY_PROPERTY {
         // Keys are hidden: nothing about them can be matched.
         sql.push("FALSE");
@@ -178,9 +293,9 @@ fn filter_clause(sql: &mut Sql, filter: &Filter) {
         other => (false, other.clone()),
     };
     sql.push(if negated { "NOT EXISTS" } else { "EXISTS" })
-        .push(" (SELECT 1 FROM property_values v WHERE v.db = e.db AND v.entity_id = e.id AND v.deleted_at IS NULL AND v.prop = ")
-        .bind(Bind::Text(filter.prop.clone()))
-        .push(" AND ");
+        .push(" (SELECT 1 ");
+    visible_values(sql, person, &filter.prop);
+    sql.push(" AND ");
     if filter.field == Field::String {
         // A reference's `string` is the referenced entity's name.
         sql.push("(");

@@ -8,8 +8,33 @@ use diesel::QueryResult;
 use diesel_async::AsyncPgConnection;
 use serde_json::{Map, Value as Json, json};
 
-use crate::db::values::{self, ValueRow};
+use crate::db::values::{self, EntityRow, ValueRow};
 use crate::model::API_KEY_PROPERTY;
+use crate::rights::ViewLevel;
+
+/// System properties every view of an entity shows.
+pub const ALWAYS_SHOWN: [&str; 3] = ["_type", "_parent", "_sharing"];
+
+/// Whether property `prop` of an entity shows in the given view of it.
+pub fn shows(entity: &EntityRow, level: ViewLevel, prop: &str) -> bool {
+    match level {
+        ViewLevel::Full => true,
+        ViewLevel::Domain => ALWAYS_SHOWN.contains(&prop) || entity.domain_props.iter().any(|p| p == prop),
+        ViewLevel::Public => ALWAYS_SHOWN.contains(&prop) || entity.public_props.iter().any(|p| p == prop),
+    }
+}
+
+/// The entity document as the given view shows it.
+pub fn visible_doc(entity: EntityRow, level: ViewLevel) -> Json {
+    if level == ViewLevel::Full {
+        return entity.doc;
+    }
+    let mut doc = entity.doc.clone();
+    if let Some(object) = doc.as_object_mut() {
+        object.retain(|prop, _| prop == "_id" || shows(&entity, level, prop));
+    }
+    doc
+}
 
 /// A `date` value: midnight UTC, `YYYY-MM-DDT00:00:00.000Z`.
 pub fn format_date(date: NaiveDate) -> String {

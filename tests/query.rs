@@ -1,0 +1,446 @@
+//! The query language of `GET /api/{db}/entity`, rule by rule and operator by
+//! value field, against real PostgreSQL.
+
+mod common;
+
+use common::TestApp;
+use serde_json::{Value as Json, json};
+
+struct Library {
+    app: TestApp,
+    token: String,
+    /// Book ids in creation order: dune, emma, ulysses, zed (no price, no author).
+    books: Vec<String>,
+}
+
+async fn library() -> Library {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let book = app.create_type(&token, "book").await;
+    let public = json!({"type": "_sharing", "string": "public"});
+    app.post(&format!("/api/demo/entity/{book}"), &token, public.clone())
+        .await;
+    app.define(
+        &token,
+        &book,
+        "title",
+        "string",
+        json!([{"type": "search", "boolean": true}, {"type": "multilingual", "boolean": true}, public]),
+    )
+    .await;
+    app.define(&token, &book, "note", "text", json!([])).await;
+    app.define(
+        &token,
+        &book,
+        "secret",
+        "string",
+        json!([{"type": "search", "boolean": true}]),
+    )
+    .await;
+    app.define(
+        &token,
+        &book,
+        "author",
+        "reference",
+        json!([{"type": "search", "boolean": true}]),
+    )
+    .await;
+    let person = app.find(&token, "entity", "person").await;
+    let herbert = app
+        .create(&token, &person, json!([{"type": "name", "string": "Frank Herbert"}]))
+        .await;
+    let austen = app
+        .create(&token, &person, json!([{"type": "name", "string": "Jane Austen"}]))
+        .await;
+    let rows = [
+        json!([{"type": "title", "string": "Dune"}, {"type": "price", "number": 10}, {"type": "published", "date": "1965-08-01"},
+               {"type": "at", "datetime": "2020-01-01T10:00:00Z"}, {"type": "instock", "boolean": true}, {"type": "author", "reference": herbert},
+               {"type": "cover", "filename": "dune.jpg", "filesize": 1000, "filetype": "image/jpeg"}, {"type": "secret", "string": "hidden-word"},
+               {"type": "note", "string": "line one\nline two"}, {"type": "_sharing", "string": "public"}, {"type": "code", "string": "B-1"}]),
+        json!([{"type": "title", "string": "Emma", "language": "en"}, {"type": "price", "number": 20}, {"type": "published", "date": "1815-12-23"},
+               {"type": "at", "datetime": "2021-06-01T00:00:00Z"}, {"type": "instock", "boolean": false}, {"type": "author", "reference": austen},
+               {"type": "cover", "filename": "emma.png", "filesize": 5000, "filetype": "image/png"}, {"type": "code", "string": "B-2"}]),
+        json!([{"type": "title", "string": "Ulysses"}, {"type": "price", "number": 30}, {"type": "price", "number": 5}, {"type": "published", "date": "1922-02-02"},
+               {"type": "instock", "boolean": true}, {"type": "code", "string": "B-3"}]),
+        json!([{"type": "title", "string": "Zed"}, {"type": "code", "string": "B-4"}]),
+    ];
+    let mut books = Vec::new();
+    for values in rows {
+        books.push(app.create(&token, &book, values).await);
+    }
+    Library { app, token, books }
+}
+
+impl Library {
+    async fn query(&self, query: &str) -> (u16, Json) {
+        self.app
+            .get(&format!("/api/demo/entity?_type.string=book&{query}"), &self.token)
+            .await
+    }
+
+    /// Indexes (into `books`) of the entities a query returns, in order.
+    async fn matches(&self, query: &str) -> Vec<usize> {
+        let (status, body) = self.query(query).await;
+        assert_eq!(status, 200, "{query}: {body}");
+        body["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| self.books.iter().position(|b| e["_id"] == b.as_str()).expect("a book"))
+            .collect()
+    }
+
+    async fn error(&self, query: &str) -> (u16, String) {
+        let (status, body) = self.query(query).await;
+        (status, body["message"].as_str().unwrap_or_default().to_owned())
+    }
+}
+
+#[tokio::test]
+async fn string_operators() {
+    let lib = library().await;
+    assert_eq!(lib.matches("title.string=Dune").await, [0]);
+    assert_eq!(lib.matches("title.string.in=Dune,Zed").await, [0, 3]);
+    assert_eq!(lib.matches("title.string.gt=Emma").await, [2, 3]);
+    assert_eq!(lib.matches("title.string.gte=Emma").await, [1, 2, 3]);
+    assert_eq!(lib.matches("title.string.lt=Emma").await, [0]);
+    assert_eq!(lib.matches("title.string.lte=Emma").await, [0, 1]);
+    assert_eq!(lib.matches("title.string.ne=Dune").await, [1, 2, 3]);
+    assert_eq!(lib.matches("title.string.exists=true").await, [0, 1, 2, 3]);
+}
+
+#[tokio::test]
+async fn ne_also_matches_entities_without_the_property() {
+    let lib = library().await;
+    assert_eq!(lib.matches("price.number.ne=10").await, [1, 2, 3]);
+    assert_eq!(lib.matches("note.string.ne=x").await, [0, 1, 2, 3]);
+}
+
+#[tokio::test]
+async fn exists_takes_true_and_anything_else_means_false() {
+    let lib = library().await;
+    assert_eq!(lib.matches("price.number.exists=true").await, [0, 1, 2]);
+    assert_eq!(lib.matches("price.number.exists=false").await, [3]);
+    assert_eq!(lib.matches("price.number.exists=yes").await, [3]);
+}
+
+#[tokio::test]
+async fn regex_pattern_and_flags() {
+    let lib = library().await;
+    assert_eq!(lib.matches("title.string.regex=/^u/i").await, [2]);
+    assert_eq!(lib.matches("title.string.regex=/^u/").await, Vec::<usize>::new());
+    assert_eq!(
+        lib.matches("title.string.regex=/^u/ig").await,
+        [2],
+        "other flags are dropped"
+    );
+    assert_eq!(
+        lib.matches("title.string.regex=mm").await,
+        [1],
+        "a value without slashes is the pattern"
+    );
+    assert_eq!(lib.matches("note.string.regex=/^line two$/").await, Vec::<usize>::new());
+    assert_eq!(
+        lib.matches("note.string.regex=/^line two$/m").await,
+        [0],
+        "m: ^ and $ at line breaks"
+    );
+    assert_eq!(lib.matches("note.string.regex=/one.line/").await, Vec::<usize>::new());
+    assert_eq!(
+        lib.matches("note.string.regex=/one.line/s").await,
+        [0],
+        "s: . matches a newline"
+    );
+}
+
+#[tokio::test]
+async fn regex_flag_x_or_invalid_pattern_is_400_invalid_regex() {
+    let lib = library().await;
+    for bad in ["/a/x", "/(a/", "/a{99999}/", &format!("/{}/", "a".repeat(600))] {
+        assert_eq!(
+            lib.error(&format!("title.string.regex={}", urlencode(bad))).await,
+            (400, "Invalid regex".into()),
+            "{bad}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn reference_operators_and_name_as_string() {
+    let lib = library().await;
+    let (_, dune) = lib
+        .app
+        .get(&format!("/api/demo/entity/{}", lib.books[0]), &lib.token)
+        .await;
+    let herbert = dune["entity"]["author"][0]["reference"].as_str().unwrap().to_owned();
+    assert_eq!(lib.matches(&format!("author.reference={herbert}")).await, [0]);
+    assert_eq!(
+        lib.matches(&format!("author.reference.in={herbert},{}", lib.app.person))
+            .await,
+        [0]
+    );
+    assert_eq!(lib.matches("author.reference.exists=true").await, [0, 1]);
+    assert_eq!(lib.matches("author.string=Jane%20Austen").await, [1]);
+    assert_eq!(lib.error("author.reference=nope").await, (400, "Invalid ID".into()));
+    assert_eq!(lib.error("author.reference.in=nope").await, (400, "Invalid ID".into()));
+}
+
+#[tokio::test]
+async fn number_operators() {
+    let lib = library().await;
+    assert_eq!(lib.matches("price.number=20").await, [1]);
+    assert_eq!(lib.matches("price.number.gt=10").await, [1, 2]);
+    assert_eq!(lib.matches("price.number.gte=10").await, [0, 1, 2]);
+    assert_eq!(
+        lib.matches("price.number.lt=10").await,
+        [2],
+        "any value of a multi-valued property"
+    );
+    assert_eq!(lib.matches("price.number.lte=10").await, [0, 2]);
+    assert_eq!(lib.matches("price.number.in=10,30").await, [0, 2]);
+    assert_eq!(lib.error("price.number=ten").await.0, 400);
+}
+
+#[tokio::test]
+async fn boolean_operators_and_anything_but_true_is_false() {
+    let lib = library().await;
+    assert_eq!(lib.matches("instock.boolean=true").await, [0, 2]);
+    assert_eq!(lib.matches("instock.boolean=false").await, [1]);
+    assert_eq!(lib.matches("instock.boolean=yes").await, [1]);
+    assert_eq!(lib.matches("instock.boolean.in=true,false").await, [0, 1, 2]);
+    assert_eq!(lib.matches("instock.boolean.exists=true").await, [0, 1, 2]);
+}
+
+#[tokio::test]
+async fn date_operators_with_days_iso_and_milliseconds() {
+    let lib = library().await;
+    assert_eq!(lib.matches("published.date=1965-08-01").await, [0]);
+    assert_eq!(lib.matches("published.date.gt=1900-01-01").await, [0, 2]);
+    assert_eq!(lib.matches("published.date.gte=1922-02-02").await, [0, 2]);
+    assert_eq!(lib.matches("published.date.lt=1922-02-02").await, [1]);
+    assert_eq!(lib.matches("published.date.lte=1922-02-02").await, [1, 2]);
+    assert_eq!(lib.matches("published.date.in=1965-08-01,1815-12-23").await, [0, 1]);
+    assert_eq!(lib.matches("published.date.exists=true").await, [0, 1, 2]);
+    // 1965-08-01T00:00:00Z in milliseconds, and as an ISO date-time
+    assert_eq!(lib.matches("published.date=-139449600000").await, [0]);
+    assert_eq!(lib.matches("published.date=1965-08-01T00:00:00Z").await, [0]);
+}
+
+#[tokio::test]
+async fn datetime_operators_with_iso_and_milliseconds() {
+    let lib = library().await;
+    assert_eq!(lib.matches("at.datetime=2020-01-01T10:00:00Z").await, [0]);
+    assert_eq!(lib.matches("at.datetime=1577872800000").await, [0]);
+    assert_eq!(lib.matches("at.datetime.gt=2020-01-01T10:00:00Z").await, [1]);
+    assert_eq!(lib.matches("at.datetime.gte=2020-01-01T10:00:00Z").await, [0, 1]);
+    assert_eq!(lib.matches("at.datetime.lt=2021-01-01").await, [0]);
+    assert_eq!(lib.matches("at.datetime.lte=2021-06-01T00:00:00Z").await, [0, 1]);
+    assert_eq!(lib.matches("at.datetime.in=2021-06-01T00:00:00Z").await, [1]);
+    assert_eq!(lib.matches("at.datetime.exists=false").await, [2, 3]);
+}
+
+#[tokio::test]
+async fn file_fields_filesize_and_strings() {
+    let lib = library().await;
+    assert_eq!(lib.matches("cover.filesize=1000").await, [0]);
+    assert_eq!(lib.matches("cover.filesize.gt=1000").await, [1]);
+    assert_eq!(lib.matches("cover.filesize.gte=1000").await, [0, 1]);
+    assert_eq!(lib.matches("cover.filesize.lt=5000").await, [0]);
+    assert_eq!(lib.matches("cover.filesize.lte=5000").await, [0, 1]);
+    assert_eq!(lib.matches("cover.filesize.in=5000,7").await, [1]);
+    assert_eq!(lib.matches("cover.filesize.exists=false").await, [2, 3]);
+    assert_eq!(lib.matches("cover.filetype=image/jpeg").await, [0]);
+    assert_eq!(lib.matches("cover.filename.regex=/\\.PNG$/i").await, [1]);
+    assert_eq!(lib.matches("cover.filetype.in=image/png,image/gif").await, [1]);
+}
+
+#[tokio::test]
+async fn language_is_filtered_as_a_string() {
+    let lib = library().await;
+    assert_eq!(lib.matches("title.language=en").await, [1]);
+    assert_eq!(lib.matches("title.language.exists=true").await, [1]);
+}
+
+#[tokio::test]
+async fn unknown_operator_is_ignored_and_matches_exactly() {
+    let lib = library().await;
+    assert_eq!(lib.matches("title.string.near=Dune").await, [0]);
+    assert_eq!(lib.matches("instock.boolean.gt=false").await, [1]);
+}
+
+#[tokio::test]
+async fn several_filters_must_all_match() {
+    let lib = library().await;
+    assert_eq!(lib.matches("instock.boolean=true&price.number.gt=10").await, [2]);
+    assert_eq!(
+        lib.matches("instock.boolean=true&title.string=Emma").await,
+        Vec::<usize>::new()
+    );
+}
+
+#[tokio::test]
+async fn type_string_filters_by_the_type_name() {
+    let lib = library().await;
+    let (_, body) = lib.app.get("/api/demo/entity?_type.string=book", &lib.token).await;
+    assert_eq!(body["count"], 4);
+    let (_, body) = lib.app.get("/api/demo/entity?_type.string=Book", &lib.token).await;
+    assert_eq!(body["count"], 0);
+}
+
+#[tokio::test]
+async fn sort_by_several_keys_descending_with_minus() {
+    let lib = library().await;
+    assert_eq!(lib.matches("sort=title.string").await, [0, 1, 2, 3]);
+    assert_eq!(lib.matches("sort=-title.string").await, [3, 2, 1, 0]);
+    // ascending by the smallest value, descending by the largest; missing last
+    assert_eq!(lib.matches("sort=price.number").await, [2, 0, 1, 3]);
+    assert_eq!(lib.matches("sort=-price.number").await, [2, 1, 0, 3]);
+    assert_eq!(lib.matches("sort=-instock.boolean,title.string").await, [0, 2, 1, 3]);
+    assert_eq!(lib.matches("sort=-_id").await, [3, 2, 1, 0]);
+    assert_eq!(lib.matches("").await, [0, 1, 2, 3], "default: _id ascending");
+}
+
+#[tokio::test]
+async fn limit_skip_and_count_counts_all_matches() {
+    let lib = library().await;
+    let (_, body) = lib.query("sort=title.string&limit=2&skip=1").await;
+    assert_eq!(
+        (body["count"].as_i64(), body["limit"].as_i64(), body["skip"].as_i64()),
+        (Some(4), Some(2), Some(1))
+    );
+    assert_eq!(lib.matches("sort=title.string&limit=2&skip=1").await, [1, 2]);
+}
+
+#[tokio::test]
+async fn q_matches_parts_of_words_case_insensitively_and_every_word() {
+    let lib = library().await;
+    assert_eq!(lib.matches("q=UN").await, [0]);
+    assert_eq!(lib.matches("q=ly").await, [2]);
+    assert_eq!(lib.matches("q=dune%20herb").await, [0], "a searchable reference's name");
+    assert_eq!(
+        lib.matches("q=dune%20austen").await,
+        Vec::<usize>::new(),
+        "every word must match"
+    );
+    assert_eq!(
+        lib.matches("q=B-1").await,
+        Vec::<usize>::new(),
+        "code is not searchable"
+    );
+    assert_eq!(
+        lib.matches("q=%25").await,
+        Vec::<usize>::new(),
+        "LIKE wildcards are literal"
+    );
+}
+
+#[tokio::test]
+async fn q_counts_only_the_first_20_characters_of_a_word() {
+    let lib = library().await;
+    lib.app
+        .post(
+            &format!("/api/demo/entity/{}", lib.books[3]),
+            &lib.token,
+            json!({"type": "title", "string": "abcdefghijklmnopqrstuvwxyz"}),
+        )
+        .await;
+    assert_eq!(lib.matches("q=abcdefghijklmnopqrst-and-more").await, [3]);
+}
+
+#[tokio::test]
+async fn search_index_follows_a_referenced_entity_rename() {
+    let lib = library().await;
+    let (_, dune) = lib
+        .app
+        .get(&format!("/api/demo/entity/{}", lib.books[0]), &lib.token)
+        .await;
+    let herbert = dune["entity"]["author"][0]["reference"].as_str().unwrap().to_owned();
+    let (_, author) = lib.app.get(&format!("/api/demo/entity/{herbert}"), &lib.token).await;
+    let name = author["entity"]["name"][0]["_id"].clone();
+    lib.app
+        .post(
+            &format!("/api/demo/entity/{herbert}"),
+            &lib.token,
+            json!({"type": "name", "string": "Brian Herbert", "_id": name}),
+        )
+        .await;
+    assert_eq!(lib.matches("q=brian").await, [0]);
+    assert_eq!(lib.matches("q=frank").await, Vec::<usize>::new());
+    assert_eq!(lib.matches("author.string=Brian%20Herbert").await, [0]);
+}
+
+#[tokio::test]
+async fn anonymous_q_searches_only_the_public_index() {
+    let lib = library().await;
+    let (status, body) = lib.app.call("GET", "/api/demo/entity?q=dune", None, None).await;
+    assert_eq!((status, body["count"].as_i64()), (200, Some(1)));
+    // `secret` is searchable but not public: private index only
+    let (_, body) = lib.app.call("GET", "/api/demo/entity?q=hidden", None, None).await;
+    assert_eq!(body["count"], 0);
+    assert_eq!(lib.matches("q=hidden").await, [0]);
+    // the anonymous view of the public book shows only public values
+    let (_, body) = lib
+        .app
+        .call("GET", &format!("/api/demo/entity/{}", lib.books[0]), None, None)
+        .await;
+    let entity = body["entity"].as_object().unwrap();
+    assert!(entity.contains_key("title") && entity.contains_key("_type") && entity.contains_key("_sharing"));
+    assert!(!entity.contains_key("secret") && !entity.contains_key("price") && !entity.contains_key("_owner"));
+    // filters see only the view too
+    let (_, body) = lib
+        .app
+        .call("GET", "/api/demo/entity?secret.string=hidden-word", None, None)
+        .await;
+    assert_eq!(body["count"], 0);
+}
+
+#[tokio::test]
+async fn props_returns_the_listed_properties_and_always_id() {
+    let lib = library().await;
+    let (_, body) = lib.query("title.string=Dune&props=title,price").await;
+    let entity = body["entities"][0].as_object().unwrap();
+    let mut keys: Vec<&str> = entity.keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(keys, ["_id", "price", "title"]);
+}
+
+#[tokio::test]
+async fn group_returns_one_row_per_value_with_count_and_props_of_the_first() {
+    let lib = library().await;
+    let (status, body) = lib
+        .query("group=instock.boolean&props=instock,title&limit=1&skip=5")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["count"], 3, "true, false and missing");
+    let rows = body["entities"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "limit and skip are ignored");
+    for row in rows {
+        assert!(row.get("_id").is_none());
+    }
+    let in_stock = rows.iter().find(|r| r["instock"][0]["boolean"] == true).unwrap();
+    assert_eq!(in_stock["_count"], 2);
+    assert_eq!(in_stock["title"][0]["string"], "Dune", "the first entity of the group");
+    // grouped values appear only if listed in props
+    let (_, body) = lib.query("group=instock.boolean&props=title").await;
+    assert!(
+        body["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r.get("instock").is_none())
+    );
+    let (_, body) = lib.query("group=instock.boolean,price.number").await;
+    assert_eq!(body["count"], 4);
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
