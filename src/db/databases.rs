@@ -149,8 +149,12 @@ pub async fn create(pool: &Pool, name: &str, email: &str, person_name: &str) -> 
                 values::insert_entity(conn, name, id, seed.now, &seed.owner).await?;
             }
             values::insert_values(conn, &seed.rows).await?;
-            for id in &seed.entities {
-                projection::project(conn, name, id).await?;
+            // Views and search depend on the definitions' own projections:
+            // the first pass makes those, the second uses them.
+            for _ in 0..2 {
+                for id in &seed.entities {
+                    projection::project(conn, name, id).await?;
+                }
             }
             Ok(CreatedDatabase {
                 person_id: owner,
