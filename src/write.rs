@@ -189,7 +189,8 @@ async fn add_values(
         .await?
         .ok_or_else(ApiError::entity_not_found)?;
     let lists = entity.lists();
-    if !can_read(entity.sharing(), &lists, Some(actor)) {
+    // An entity may always reach itself (a person adding their own API key).
+    if actor != entity_id && !can_read(entity.sharing(), &lists, Some(actor)) {
         return Err(ApiError::entity_not_found());
     }
     let definitions = match &entity.type_id {
@@ -207,7 +208,17 @@ async fn add_values(
         live: values::live_values(conn, db, entity_id).await?,
     };
     let (rows, plain_keys) = validate(conn, &target, &inputs, keys).await?;
-    let replaced: Vec<String> = inputs.iter().filter_map(|v| v.replaces.clone()).collect();
+    let mut replaced: Vec<String> = inputs.iter().filter_map(|v| v.replaces.clone()).collect();
+    replaced.extend(replaced_rights(&target.live, &rows));
+    let owners_left = target
+        .live
+        .iter()
+        .filter(|row| row.prop == "_owner" && !replaced.contains(&row.id))
+        .count()
+        + rows.iter().filter(|row| row.prop == "_owner").count();
+    if owners_left == 0 {
+        return Err(ApiError::forbidden("An entity keeps at least one _owner"));
+    }
     values::soft_delete_values(conn, db, &replaced, now, actor).await?;
     values::insert_values(conn, &rows).await?;
     projection::project(conn, db, entity_id).await?;
@@ -216,6 +227,24 @@ async fn add_values(
         values: response_values(&rows, &plain_keys),
     })
 }
+
+/// A person holds one right per entity: a new right value for a person
+/// replaces the live rights values that name them.
+fn replaced_rights(live: &[ValueRow], rows: &[NewValue]) -> Vec<String> {
+    let granted: Vec<&str> = rows
+        .iter()
+        .filter(|row| RIGHTS.contains(&row.prop.as_str()))
+        .filter_map(|row| row.reference.as_deref())
+        .collect();
+    live.iter()
+        .filter(|row| RIGHTS.contains(&row.prop.as_str()))
+        .filter(|row| row.reference.as_deref().is_some_and(|person| granted.contains(&person)))
+        .map(|row| row.id.clone())
+        .collect()
+}
+
+/// The properties that grant (or, `_noaccess`, deny) a person's access.
+const RIGHTS: [&str; 5] = ["_owner", "_editor", "_expander", "_viewer", "_noaccess"];
 
 async fn delete_value(
     conn: &mut AsyncPgConnection,
@@ -313,7 +342,7 @@ async fn validate(
     let mut plain_keys = HashMap::new();
     for input in inputs {
         let needed = check_property(conn, target, input).await?;
-        if !has_right(&target.lists, target.actor, needed) {
+        if needed.is_some_and(|needed| !has_right(&target.lists, target.actor, needed)) {
             return Err(ApiError::forbidden(format!("Missing rights to write {}", input.prop)));
         }
         if let Some(replaced) = &input.replaces {
@@ -362,12 +391,13 @@ async fn validate(
     Ok((rows, plain_keys))
 }
 
-/// Validates one input's property and value; answers the right it needs.
+/// Validates one input's property and value; answers the right it needs
+/// (none when the entity itself adds its own API key).
 async fn check_property(
     conn: &mut AsyncPgConnection,
     target: &Target<'_>,
     input: &ValueInput,
-) -> Result<Right, ApiError> {
+) -> Result<Option<Right>, ApiError> {
     let prop = input.prop.as_str();
     if is_billing_property(prop) {
         return Err(ApiError::forbidden("billing_* values are managed by the service"));
@@ -390,13 +420,10 @@ async fn check_property(
                 }
             }
             (SystemProperty::Parent, Value::Reference(parent_id)) => {
-                let parent = values::live_entity(conn, target.db, parent_id, false)
-                    .await?
-                    .filter(|parent| can_read(parent.sharing(), &parent.lists(), Some(target.actor)))
-                    .ok_or_else(|| {
-                        ApiError::bad_request("invalid_reference", format!("_parent: entity {parent_id} not found"))
-                    })?;
-                if !has_right(&parent.lists(), target.actor, Right::Expander) {
+                // Missing, invisible and merely visible parents answer alike:
+                // the answer must not tell whether the parent exists.
+                let parent = values::live_entity(conn, target.db, parent_id, false).await?;
+                if !parent.is_some_and(|parent| has_right(&parent.lists(), target.actor, Right::Expander)) {
                     return Err(ApiError::forbidden("_parent needs _expander on the parent entity"));
                 }
             }
@@ -411,11 +438,11 @@ async fn check_property(
         if input.language.is_some() {
             return Err(not_multilingual(prop));
         }
-        return Ok(if system.needs_owner() {
+        return Ok(Some(if system.needs_owner() {
             Right::Owner
         } else {
             Right::Editor
-        });
+        }));
     }
     if prop.starts_with('_') {
         return Err(ApiError::bad_request(
@@ -429,10 +456,7 @@ async fn check_property(
                 return Err(wrong_field(prop, "string"));
             }
             // Only the entity's owner or the entity itself may add a key.
-            if target.actor == target.entity_id {
-                return Ok(Right::Viewer);
-            }
-            return Ok(Right::Owner);
+            return Ok((target.actor != target.entity_id).then_some(Right::Owner));
         }
         LOGIN_PROPERTY => {
             return Err(ApiError::bad_request(
@@ -452,7 +476,7 @@ async fn check_property(
             return Err(not_multilingual(prop));
         }
     }
-    Ok(Right::Editor)
+    Ok(Some(Right::Editor))
 }
 
 fn wrong_field(prop: &str, field: &str) -> ApiError {

@@ -786,14 +786,6 @@ async fn person_with_key_from_the_cli_code_path_can_create_but_not_change_others
         .await;
     assert_eq!(status, 404);
     // a visible entity without the editor right: 403
-    let (status, _) = app
-        .post(
-            &format!("/api/demo/entity/{mine}"),
-            &owner,
-            json!({"type": "_viewer", "reference": app.person}),
-        )
-        .await;
-    assert_eq!(status, 200);
     let second_id = app.find(&owner, "person", "Second").await;
     app.post(
         &format!("/api/demo/entity/{mine}"),

@@ -27,6 +27,7 @@ pub struct ValueRow {
     pub created_at: DateTime<Utc>,
     pub created_by: Option<String>,
     pub deleted_at: Option<DateTime<Utc>>,
+    pub deleted_by: Option<String>,
 }
 
 /// A value to insert.
@@ -116,6 +117,17 @@ pub async fn live_values(conn: &mut AsyncPgConnection, db: &str, entity_id: &str
         .filter(property_values::db.eq(db))
         .filter(property_values::entity_id.eq(entity_id))
         .filter(property_values::deleted_at.is_null())
+        .order(property_values::id.asc())
+        .select(ValueRow::as_select())
+        .load(conn)
+        .await
+}
+
+/// Every value an entity ever had, live and deleted, oldest first.
+pub async fn all_values(conn: &mut AsyncPgConnection, db: &str, entity_id: &str) -> QueryResult<Vec<ValueRow>> {
+    property_values::table
+        .filter(property_values::db.eq(db))
+        .filter(property_values::entity_id.eq(entity_id))
         .order(property_values::id.asc())
         .select(ValueRow::as_select())
         .load(conn)
@@ -277,6 +289,7 @@ impl From<&NewValue> for ValueRow {
             created_at: new.created_at,
             created_by: new.created_by.clone(),
             deleted_at: None,
+            deleted_by: None,
         }
     }
 }

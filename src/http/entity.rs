@@ -8,9 +8,9 @@ use super::{AppState, Caller};
 use crate::db::values::{self, EntityRow};
 use crate::model::ids::is_valid_id;
 use crate::model::value::parse_body;
-use crate::query::ListQuery;
 use crate::query::sql::{self, ListResult};
-use crate::rights::view_level;
+use crate::query::{DEFAULT_LIMIT, ListQuery};
+use crate::rights::{ViewLevel, view_level};
 use crate::view;
 use crate::write::{WriteOp, WriteOutcome, WriteRequest};
 
@@ -170,4 +170,48 @@ fn written(outcome: WriteOutcome) -> Json {
         WriteOutcome::Written { entity_id, values } => json!({"_id": entity_id, "properties": values}),
         WriteOutcome::Deleted => Json::Object(Map::new()),
     }
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct Paging {
+    limit: Option<String>,
+    skip: Option<String>,
+}
+
+/// Most changes one history page returns.
+const MAX_HISTORY_PAGE: usize = 1000;
+
+/// `GET /api/{db}/entity/{_id}/history`: `{"changes":[...],"count":N}`, for
+/// viewers and up (not for public or domain visibility alone).
+pub async fn history(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    paging: web::Query<Paging>,
+) -> Result<HttpResponse, ApiError> {
+    let (db, id) = path.into_inner();
+    let person = caller.require_person(&db)?;
+    state.require_database(&db).await?;
+    if !is_valid_id(&id) {
+        return Err(ApiError::entity_not_found());
+    }
+    let mut conn = state.pool.get().await?;
+    let entity = values::live_entity(&mut conn, &db, &id, false)
+        .await?
+        .ok_or_else(ApiError::entity_not_found)?;
+    match view_level(entity.sharing(), &entity.lists(), Some(person)) {
+        None => return Err(ApiError::entity_not_found()),
+        Some(ViewLevel::Full) => {}
+        Some(_) => return Err(ApiError::forbidden("History needs _viewer or higher")),
+    }
+    let changes = view::history::changes(&values::all_values(&mut conn, &db, &id).await?);
+    let number = |text: &Option<String>| text.as_deref().and_then(|t| t.trim().parse::<usize>().ok());
+    let limit = number(&paging.limit)
+        .filter(|limit| *limit > 0)
+        .unwrap_or(DEFAULT_LIMIT as usize)
+        .min(MAX_HISTORY_PAGE);
+    let skip = number(&paging.skip).unwrap_or(0);
+    let count = changes.len();
+    let page: Vec<Json> = changes.into_iter().skip(skip).take(limit).collect();
+    Ok(HttpResponse::Ok().json(json!({"changes": page, "count": count})))
 }

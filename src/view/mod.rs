@@ -12,6 +12,8 @@ use crate::db::values::{self, EntityRow, ValueRow};
 use crate::model::API_KEY_PROPERTY;
 use crate::rights::ViewLevel;
 
+pub mod history;
+
 /// System properties every view of an entity shows.
 pub const ALWAYS_SHOWN: [&str; 3] = ["_type", "_parent", "_sharing"];
 
