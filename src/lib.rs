@@ -6,6 +6,7 @@ pub mod app;
 pub mod auth;
 pub mod config;
 pub mod db;
+pub mod formula;
 pub mod http;
 pub mod model;
 pub mod query;
