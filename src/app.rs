@@ -4,6 +4,7 @@
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::Path;
 
+use actix_web::dev::Service;
 use actix_web::dev::{Server, ServiceResponse};
 use actix_web::http::header;
 use actix_web::middleware::{ErrorHandlerResponse, ErrorHandlers, Logger};
@@ -99,6 +100,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
 /// Starts serving on `listener`; the returned server runs until stopped.
 pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpListener) -> std::io::Result<Server> {
     let max_body = settings.http.max_body_bytes;
+    let flushed = state.clone();
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
@@ -109,6 +111,15 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
             )
             .app_data(web::PathConfig::default().error_handler(|_, _| http::not_found().into()))
             .wrap(ErrorHandlers::new().default_handler(json_error_body))
+            .wrap_fn({
+                let state = state.clone();
+                move |req, service| {
+                    if let Some(db) = http::database_of_path(req.path()) {
+                        state.usage.count_request(db);
+                    }
+                    service.call(req)
+                }
+            })
             .wrap(Logger::new("%a \"%r\" %s %b %Dms"))
             .configure(http::routes)
             .default_service(web::to(|| async {
@@ -119,7 +130,19 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
     if settings.http.workers > 0 {
         server = server.workers(settings.http.workers);
     }
+    actix_web::rt::spawn(flush_request_counts(flushed));
     Ok(server.run())
+}
+
+/// Writes the request counts to PostgreSQL every few seconds.
+async fn flush_request_counts(state: web::Data<AppState>) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(10));
+    loop {
+        every.tick().await;
+        if let Err(error) = state.usage.flush(&state.pool).await {
+            tracing::warn!(%error, "writing request counts failed");
+        }
+    }
 }
 
 /// Error responses made outside the handlers (payload limits, method
@@ -169,7 +192,9 @@ pub async fn serve(settings: Settings, url: String) -> Result<(), String> {
     let listener =
         TcpListener::bind(&settings.http.bind).map_err(|e| format!("cannot listen on {}: {e}", settings.http.bind))?;
     let address: SocketAddr = listener.local_addr().map_err(|e| e.to_string())?;
-    let server = server(&settings, state, listener).map_err(|e| e.to_string())?;
+    let server = server(&settings, state.clone(), listener).map_err(|e| e.to_string())?;
     tracing::info!("listening on http://{address}");
-    server.await.map_err(|e| e.to_string())
+    server.await.map_err(|e| e.to_string())?;
+    // keep the last requests' counts
+    state.usage.flush(&state.pool).await.map_err(|e| e.message.into_owned())
 }

@@ -20,6 +20,7 @@ pub struct HttpSettings {
     pub bind: String,
     pub public_url: String,
     pub api_url: String,
+    #[serde(deserialize_with = "list_or_comma_separated")]
     pub trusted_proxies: Vec<String>,
     pub workers: usize,
     pub max_body_bytes: usize,
@@ -93,4 +94,23 @@ impl Settings {
         }
         builder.build()?.try_deserialize()
     }
+}
+
+/// A list given as a list, or as one comma-separated string.
+fn list_or_comma_separated<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrText {
+        List(Vec<String>),
+        Text(String),
+    }
+    Ok(match ListOrText::deserialize(deserializer)? {
+        ListOrText::List(items) => items,
+        ListOrText::Text(text) => text
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    })
 }

@@ -11,5 +11,6 @@ pub mod http;
 pub mod model;
 pub mod query;
 pub mod rights;
+pub mod usage;
 pub mod view;
 pub mod write;

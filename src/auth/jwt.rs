@@ -16,6 +16,10 @@ use crate::http::error::ApiError;
 
 pub const TOKEN_LIFETIME_SECONDS: i64 = 12 * 60 * 60;
 pub const USE_ACCESS: &str = "access";
+/// A token can be refreshed until this long after its own issue.
+pub const REFRESH_IDLE_SECONDS: i64 = 14 * 24 * 60 * 60;
+/// ... and until this long after the original login.
+pub const REFRESH_ABSOLUTE_SECONDS: i64 = 30 * 24 * 60 * 60;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Claims {
@@ -43,6 +47,18 @@ impl Claims {
             iat: issued,
             exp: issued + TOKEN_LIFETIME_SECONDS,
             auth_time: issued,
+        }
+    }
+
+    /// A refreshed token: issued now, the original login time kept, bound to `ip`.
+    pub fn refreshed(&self, accounts: BTreeMap<String, String>, ip: String, now: DateTime<Utc>) -> Claims {
+        Claims {
+            accounts,
+            ip: Some(ip),
+            iat: now.timestamp(),
+            exp: now.timestamp() + TOKEN_LIFETIME_SECONDS,
+            token_use: Some(USE_ACCESS.to_owned()),
+            ..self.clone()
         }
     }
 
@@ -79,16 +95,43 @@ impl JwtKeys {
     /// Checks a token presented to the REST API: signature, expiry, `use`, and
     /// the address binding.
     pub fn verify_access(&self, token: &str, client_ip: &str, now: DateTime<Utc>) -> Result<Claims, ApiError> {
-        let mut validation = Validation::new(Algorithm::HS256);
-        validation.leeway = 0;
-        validation.validate_exp = false; // checked below against the injected clock
-        validation.required_spec_claims.clear();
-        let claims = jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation)
-            .map_err(|_| ApiError::unauthorized("Invalid token"))?
-            .claims;
+        let claims = self.verify_signature(token)?;
         if claims.exp <= now.timestamp() {
             return Err(ApiError::unauthorized("Token expired"));
         }
+        self.check_use_and_address(claims, client_ip, now)
+    }
+
+    /// Checks a token presented for refresh: as for the API, but an expired
+    /// token passes within the idle (14 days from its issue) and absolute
+    /// (30 days from the login) limits, and an unbound token never does.
+    pub fn verify_refresh(&self, token: &str, client_ip: &str, now: DateTime<Utc>) -> Result<Claims, ApiError> {
+        let claims = self.verify_signature(token)?;
+        if claims.ip.is_none() {
+            return Err(ApiError::unauthorized("Invalid token"));
+        }
+        let claims = self.check_use_and_address(claims, client_ip, now)?;
+        let now = now.timestamp();
+        if now - claims.iat > REFRESH_IDLE_SECONDS {
+            return Err(ApiError::unauthorized("Token too old, re-authenticate"));
+        }
+        if now - claims.auth_time > REFRESH_ABSOLUTE_SECONDS {
+            return Err(ApiError::unauthorized("Session expired, re-authenticate"));
+        }
+        Ok(claims)
+    }
+
+    fn verify_signature(&self, token: &str) -> Result<Claims, ApiError> {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.leeway = 0;
+        validation.validate_exp = false; // checked by the callers against the injected clock
+        validation.required_spec_claims.clear();
+        jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation)
+            .map(|data| data.claims)
+            .map_err(|_| ApiError::unauthorized("Invalid token"))
+    }
+
+    fn check_use_and_address(&self, claims: Claims, client_ip: &str, now: DateTime<Utc>) -> Result<Claims, ApiError> {
         match claims.token_use.as_deref() {
             Some(USE_ACCESS) => {}
             None if now < self.untyped_until => {}

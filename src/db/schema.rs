@@ -59,4 +59,12 @@ diesel::table! {
     }
 }
 
-diesel::allow_tables_to_appear_in_same_query!(databases, entities, property_values);
+diesel::table! {
+    request_counts (db, month) {
+        db -> Text,
+        month -> Date,
+        count -> Int8,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(databases, entities, property_values, request_counts);

@@ -1,9 +1,10 @@
-//! `GET /api/auth`: exchanges an API key for an access token.
+//! `GET /api/auth` (an API key for an access token) and `GET /api/auth/refresh`.
 
 use std::collections::BTreeMap;
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use chrono::{DateTime, Utc};
+use chrono::DateTime;
+use diesel_async::AsyncPgConnection;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -19,6 +20,11 @@ pub struct AuthQuery {
     db: Option<String>,
     /// Alias of `db`.
     account: Option<String>,
+}
+
+/// The login an API key stands for, as the token's `sub` names it.
+fn api_key_login(db: &str, value_id: &str) -> String {
+    format!("api_key:{db}:{value_id}")
 }
 
 pub async fn authenticate(
@@ -46,26 +52,70 @@ pub async fn authenticate(
     if wanted.is_some_and(|wanted| *wanted != matched.db) {
         return Err(ApiError::unauthorized("No accessible accounts"));
     }
-    let person = values::names_and_types(&mut conn, &matched.db, std::slice::from_ref(&matched.entity_id))
-        .await?
-        .pop()
-        .ok_or_else(|| ApiError::unauthorized("No accessible accounts"))?;
-    let name = person.1;
-
-    let now = Utc::now();
-    let accounts = BTreeMap::from([(matched.db.clone(), matched.entity_id.clone())]);
+    let sub = api_key_login(&matched.db, &matched.value_id);
+    let accounts = login_accounts(&mut conn, &sub).await?;
     let claims = Claims::access(
-        format!("api_key:{}:{}", matched.db, matched.value_id),
+        sub,
         accounts,
         Some(client_ip(&req, &state.trusted_proxies)),
-        now,
+        state.clock.now(),
     );
-    let token = state.jwt.sign(&claims)?;
-    let expires = DateTime::from_timestamp(claims.exp, 0).unwrap_or(now);
-    let user = json!({"_id": matched.entity_id, "name": name});
+    token_response(&state, &mut conn, &claims).await
+}
+
+/// `GET /api/auth/refresh`: a new token for a still valid or recently expired
+/// one, with database access looked up again.
+pub async fn refresh(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let token = bearer(&req).ok_or_else(ApiError::token_required)?;
+    let ip = client_ip(&req, &state.trusted_proxies);
+    let now = state.clock.now();
+    let claims = state.jwt.verify_refresh(token, &ip, now)?;
+    let mut conn = state.pool.get().await?;
+    let accounts = login_accounts(&mut conn, &claims.sub).await?;
+    token_response(&state, &mut conn, &claims.refreshed(accounts, ip, now)).await
+}
+
+/// The databases a login reaches now, with the person it is in each: an API
+/// key reaches its entity's database while the key and the entity live.
+async fn login_accounts(conn: &mut AsyncPgConnection, sub: &str) -> Result<BTreeMap<String, String>, ApiError> {
+    let mut accounts = BTreeMap::new();
+    if let Some((db, value_id)) = sub.strip_prefix("api_key:").and_then(|rest| rest.split_once(':'))
+        && let Some(key) = values::find_value(conn, db, value_id).await?
+        && key.deleted_at.is_none()
+        && values::entity_exists(conn, db, &key.entity_id).await?
+    {
+        accounts.insert(db.to_owned(), key.entity_id);
+    }
+    Ok(accounts)
+}
+
+/// `{accounts, user, token, expires}` for signed `claims`.
+async fn token_response(
+    state: &AppState,
+    conn: &mut AsyncPgConnection,
+    claims: &Claims,
+) -> Result<HttpResponse, ApiError> {
+    if claims.accounts.is_empty() {
+        return Err(ApiError::unauthorized("No accessible accounts"));
+    }
+    let mut accounts = Vec::new();
+    let mut user_name = None;
+    for (db, person) in &claims.accounts {
+        let name = values::names_and_types(conn, db, std::slice::from_ref(person))
+            .await?
+            .pop()
+            .and_then(|(_, name, _)| name);
+        // `user.name` is the person's name in the first database (by name) that has one.
+        if user_name.is_none() {
+            user_name.clone_from(&name);
+        }
+        accounts.push(json!({"_id": db, "name": db, "user": {"_id": person, "name": name}}));
+    }
+    let token = state.jwt.sign(claims)?;
+    let expires = DateTime::from_timestamp(claims.exp, 0).unwrap_or_default();
     Ok(HttpResponse::Ok().json(json!({
-        "accounts": [{"_id": matched.db, "name": matched.db, "user": user}],
-        "user": user,
+        "accounts": accounts,
+        "user": {"name": user_name},
         "token": token,
         "expires": format_datetime(expires),
     })))

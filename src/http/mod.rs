@@ -5,18 +5,20 @@ pub mod entity;
 pub mod error;
 pub mod health;
 pub mod property;
+pub mod usage;
 
 use std::future::{Ready, ready};
 use std::net::IpAddr;
 
 use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpRequest, web};
-use chrono::Utc;
 use dashmap::DashSet;
 
 use crate::actors::db_writer::Writers;
+use crate::auth::clock::Clock;
 use crate::auth::jwt::{Claims, JwtKeys};
 use crate::db::{Pool, databases};
+use crate::usage::Usage;
 use error::ApiError;
 
 /// Shared state of every worker.
@@ -25,6 +27,8 @@ pub struct AppState {
     pub jwt: JwtKeys,
     pub writers: Writers,
     pub trusted_proxies: Vec<IpAddr>,
+    pub clock: Clock,
+    pub usage: Usage,
     /// Databases seen to exist (databases are never removed while serving).
     known_databases: DashSet<String>,
 }
@@ -36,6 +40,8 @@ impl AppState {
             jwt,
             writers,
             trusted_proxies,
+            clock: Clock::default(),
+            usage: Usage::default(),
             known_databases: DashSet::new(),
         }
     }
@@ -94,7 +100,7 @@ fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
     };
     let state = state(req)?;
     let ip = client_ip(req, &state.trusted_proxies);
-    let claims = state.jwt.verify_access(token, &ip, Utc::now())?;
+    let claims = state.jwt.verify_access(token, &ip, state.clock.now())?;
     Ok(Caller { claims: Some(claims) })
 }
 
@@ -135,6 +141,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(health::about))
         .route("/health", web::get().to(health::health))
         .route("/api/auth", web::get().to(auth::authenticate))
+        .route("/api/auth/refresh", web::get().to(auth::refresh))
+        .route("/api/{db}", web::get().to(usage::read))
         .route("/api/{db}/entity", web::get().to(entity::list))
         .route("/api/{db}/entity", web::post().to(entity::create))
         .route("/api/{db}/entity/{id}", web::get().to(entity::read))
@@ -143,6 +151,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/api/{db}/entity/{id}/history", web::get().to(entity::history))
         .route("/api/{db}/property/{id}", web::get().to(property::read))
         .route("/api/{db}/property/{id}", web::delete().to(property::delete));
+}
+
+/// The database an API path names (`/api/{db}/...`), if any.
+pub fn database_of_path(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/api/")?;
+    let db = rest.split('/').next()?;
+    (databases::name_problem(db).is_none()).then_some(db)
 }
 
 /// JSON errors for what the router and extractors reject.

@@ -58,15 +58,16 @@ pub fn fresh_database() -> String {
     cluster.url(&name).unwrap()
 }
 
-pub fn settings(database_url: &str, data_dir: &std::path::Path) -> Settings {
-    Settings::load_with([
+pub fn settings(database_url: &str, data_dir: &std::path::Path, overrides: &[(&str, &str)]) -> Settings {
+    let mut all = vec![
         ("database.url", database_url.to_owned()),
         ("auth.jwt_secret", JWT_SECRET.to_owned()),
         ("data.dir", data_dir.to_string_lossy().into_owned()),
         ("http.workers", "2".to_owned()),
         ("database.pool_size", "8".to_owned()),
-    ])
-    .expect("test settings")
+    ];
+    all.extend(overrides.iter().map(|(key, value)| (*key, value.to_string())));
+    Settings::load_with(all).expect("test settings")
 }
 
 /// The app served on a free port, with one database `demo` whose owner holds `key`.
@@ -77,14 +78,20 @@ pub struct TestApp {
     pub person: String,
     pub key: String,
     pub http: reqwest::Client,
+    pub state: actix_web::web::Data<eds::http::AppState>,
     _data_dir: tempdir::Dir,
 }
 
 impl TestApp {
     pub async fn start() -> TestApp {
+        Self::start_with(&[]).await
+    }
+
+    /// As [`TestApp::start`], with configuration overrides (dotted keys).
+    pub async fn start_with(overrides: &[(&str, &str)]) -> TestApp {
         let database_url = fresh_database();
         let data_dir = tempdir::Dir::new();
-        let settings = settings(&database_url, &data_dir.0);
+        let settings = settings(&database_url, &data_dir.0, overrides);
         let pool = db::pool(&database_url, 4, 5000).unwrap();
         let created = db::databases::create(&pool, "demo", "owner@example.com", "Demo Owner")
             .await
@@ -92,12 +99,12 @@ impl TestApp {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (started, ready) = std::sync::mpsc::channel();
-        let server_settings = settings.clone();
+        let server_pool = db::pool(&database_url, 8, settings.database.statement_timeout_ms).unwrap();
+        let state = eds::app::state(&settings, server_pool).unwrap();
+        let server_state = state.clone();
         std::thread::spawn(move || {
             actix_web::rt::System::new().block_on(async move {
-                let pool = db::pool(&server_settings.database.url, 8, 5000).unwrap();
-                let state = eds::app::state(&server_settings, pool).unwrap();
-                let server = eds::app::server(&server_settings, state, listener).unwrap();
+                let server = eds::app::server(&settings, server_state, listener).unwrap();
                 started.send(()).unwrap();
                 server.await
             })
@@ -110,6 +117,7 @@ impl TestApp {
             person: created.person_id,
             key: created.api_key,
             http: reqwest::Client::new(),
+            state,
             _data_dir: data_dir,
         }
     }

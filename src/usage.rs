@@ -1,0 +1,197 @@
+//! The database usage object of `GET /api/{db}`, and the request counts it
+//! reports: counted in memory per database and month, written to PostgreSQL
+//! in batches, never one write per request.
+
+use std::time::{Duration, Instant};
+
+use chrono::{Datelike, NaiveDate, Utc};
+use dashmap::DashMap;
+use diesel::QueryableByName;
+use diesel::sql_types::{BigInt, Date, Text};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde_json::{Value as Json, json};
+
+use crate::db::Pool;
+use crate::http::error::ApiError;
+
+/// How long a computed usage object is served from memory.
+pub const CACHE_FOR: Duration = Duration::from_secs(5 * 60);
+/// Monthly AI token limit when the database sets none.
+const DEFAULT_TOKENS_LIMIT: i64 = 100_000;
+
+#[derive(Default)]
+pub struct Usage {
+    pending: DashMap<(String, NaiveDate), u64>,
+    cache: DashMap<String, (Instant, Json)>,
+}
+
+/// The first day of the UTC month of `day`.
+fn month_of(day: NaiveDate) -> NaiveDate {
+    day.with_day(1).expect("every month has a first day")
+}
+
+impl Usage {
+    /// Counts one API request against database `db`.
+    pub fn count_request(&self, db: &str) {
+        *self
+            .pending
+            .entry((db.to_owned(), month_of(Utc::now().date_naive())))
+            .or_default() += 1;
+    }
+
+    /// Writes the pending counts (of existing databases) to PostgreSQL.
+    pub async fn flush(&self, pool: &Pool) -> Result<(), ApiError> {
+        let batch: Vec<((String, NaiveDate), u64)> = {
+            let keys: Vec<(String, NaiveDate)> = self.pending.iter().map(|entry| entry.key().clone()).collect();
+            keys.into_iter().filter_map(|key| self.pending.remove(&key)).collect()
+        };
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut conn = pool.get().await?;
+        for ((db, month), count) in batch {
+            diesel::sql_query(
+                "INSERT INTO request_counts (db, month, count) SELECT $1, $2, $3 \
+                 WHERE EXISTS (SELECT 1 FROM databases WHERE name = $1) \
+                 ON CONFLICT (db, month) DO UPDATE SET count = request_counts.count + EXCLUDED.count",
+            )
+            .bind::<Text, _>(db)
+            .bind::<Date, _>(month)
+            .bind::<BigInt, _>(count as i64)
+            .execute(&mut conn)
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// The usage object of database `db`: cached for five minutes; an uncached
+    /// one includes every request counted before it.
+    pub async fn of(&self, pool: &Pool, db: &str) -> Result<Json, ApiError> {
+        if let Some(cached) = self.cache.get(db)
+            && cached.0.elapsed() < CACHE_FOR
+        {
+            return Ok(cached.1.clone());
+        }
+        self.flush(pool).await?;
+        let mut conn = pool.get().await?;
+        let usage = compute(&mut conn, db).await?;
+        self.cache.insert(db.to_owned(), (Instant::now(), usage.clone()));
+        Ok(usage)
+    }
+}
+
+#[derive(QueryableByName)]
+struct Totals {
+    #[diesel(sql_type = BigInt)]
+    entities: i64,
+    #[diesel(sql_type = BigInt)]
+    deleted_entities: i64,
+    #[diesel(sql_type = BigInt)]
+    values: i64,
+    #[diesel(sql_type = BigInt)]
+    deleted_values: i64,
+    #[diesel(sql_type = BigInt)]
+    file_bytes: i64,
+    #[diesel(sql_type = BigInt)]
+    deleted_file_bytes: i64,
+    #[diesel(sql_type = BigInt)]
+    requests: i64,
+    #[diesel(sql_type = BigInt)]
+    db_size: i64,
+    #[diesel(sql_type = diesel::sql_types::Jsonb)]
+    database: Json,
+}
+
+async fn compute(conn: &mut AsyncPgConnection, db: &str) -> Result<Json, ApiError> {
+    let month = month_of(Utc::now().date_naive());
+    // dbSize: this database's share of each table's data and index bytes,
+    // by its share of the table's rows.
+    let totals: Totals = diesel::sql_query(
+        "WITH e AS (SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, \
+                           count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted \
+                    FROM entities WHERE db = $1), \
+              v AS (SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS live, \
+                           count(*) FILTER (WHERE deleted_at IS NOT NULL) AS deleted, \
+                           coalesce(sum(filesize) FILTER (WHERE deleted_at IS NULL), 0)::bigint AS bytes, \
+                           coalesce(sum(filesize) FILTER (WHERE deleted_at IS NOT NULL), 0)::bigint AS deleted_bytes \
+                    FROM property_values WHERE db = $1) \
+         SELECT e.live AS entities, e.deleted AS deleted_entities, v.live AS values, v.deleted AS deleted_values, \
+                v.bytes AS file_bytes, v.deleted_bytes AS deleted_file_bytes, \
+                coalesce((SELECT count FROM request_counts WHERE db = $1 AND month = $2), 0) AS requests, \
+                (pg_total_relation_size('entities') * (e.live + e.deleted) \
+                   / greatest((SELECT count(*) FROM entities), 1) \
+                 + pg_total_relation_size('property_values') * (v.live + v.deleted) \
+                   / greatest((SELECT count(*) FROM property_values), 1))::bigint AS db_size, \
+                coalesce((SELECT d.doc FROM entities d JOIN entities t ON t.db = d.db AND t.id = d.type_id \
+                          WHERE d.db = $1 AND d.deleted_at IS NULL AND t.name = 'database' \
+                          ORDER BY d.id LIMIT 1), '{}'::jsonb) AS database \
+         FROM e, v",
+    )
+    .bind::<Text, _>(db)
+    .bind::<Date, _>(month)
+    .get_result(conn)
+    .await?;
+    let billing = |prop: &str| totals.database[prop][0]["number"].as_f64().map(|n| n as i64);
+    let organization: Vec<Json> = totals.database["organization"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|value| json!({"language": value.get("language"), "string": value.get("string")}))
+        .collect();
+    Ok(json!({
+        "organization": organization,
+        "entities": {
+            "usage": totals.entities,
+            "deleted": totals.deleted_entities,
+            "limit": billing("billing_entities_limit").unwrap_or(0),
+        },
+        "properties": {"usage": totals.values, "deleted": totals.deleted_values},
+        "requests": {"usage": totals.requests, "limit": display_scale(totals.requests)},
+        "tokens": {"usage": 0, "limit": billing("billing_tokens_limit").unwrap_or(DEFAULT_TOKENS_LIMIT)},
+        "files": {
+            "usage": totals.file_bytes,
+            "deleted": totals.deleted_file_bytes,
+            "limit": billing("billing_data_limit").unwrap_or(0),
+        },
+        "dbSize": totals.db_size,
+    }))
+}
+
+/// `requests.limit`: the usage rounded up on its leading digit (1234 → 2000).
+pub fn display_scale(usage: i64) -> i64 {
+    if usage <= 0 {
+        return 0;
+    }
+    let mut unit = 1;
+    while usage / unit >= 10 {
+        unit *= 10;
+    }
+    (usage + unit - 1) / unit * unit
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_scale_rounds_up_on_the_leading_digit() {
+        for (usage, scale) in [
+            (0, 0),
+            (1, 1),
+            (9, 9),
+            (10, 10),
+            (11, 20),
+            (1234, 2000),
+            (9001, 10000),
+            (5000, 5000),
+        ] {
+            assert_eq!(display_scale(usage), scale, "{usage}");
+        }
+    }
+
+    #[test]
+    fn months_are_utc_calendar_months() {
+        let day = NaiveDate::from_ymd_opt(2026, 11, 21).unwrap();
+        assert_eq!(month_of(day), NaiveDate::from_ymd_opt(2026, 11, 1).unwrap());
+    }
+}

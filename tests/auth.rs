@@ -1,0 +1,220 @@
+//! Tokens: API-key login, refresh limits, address binding, token kinds, and
+//! the usage endpoint.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use chrono::Duration;
+use common::{JWT_SECRET, TestApp};
+use eds::auth::jwt::{Claims, JwtKeys};
+use serde_json::{Value as Json, json};
+
+fn keys() -> JwtKeys {
+    JwtKeys::new(
+        JWT_SECRET.as_bytes(),
+        chrono::NaiveDate::from_ymd_opt(2026, 11, 6).unwrap(),
+    )
+}
+
+async fn refresh(app: &TestApp, token: &str) -> (u16, Json) {
+    app.get("/api/auth/refresh", token).await
+}
+
+#[tokio::test]
+async fn refresh_returns_a_new_token_of_the_same_shape() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let (status, body) = refresh(&app, &token).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["accounts"][0]["_id"], "demo");
+    assert_eq!(body["user"]["name"], "Demo Owner");
+    assert!(body["expires"].is_string());
+    let fresh = body["token"].as_str().unwrap();
+    assert_eq!(app.get("/api/demo/entity", fresh).await.0, 200);
+}
+
+#[tokio::test]
+async fn an_expired_token_refreshes_within_the_idle_limit() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    app.state.clock.advance(Duration::hours(13));
+    assert_eq!(app.get("/api/demo/entity", &token).await.0, 401, "expired for the API");
+    let (status, body) = refresh(&app, &token).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
+async fn refresh_beyond_14_days_is_token_too_old() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    app.state.clock.advance(Duration::days(15));
+    let (status, body) = refresh(&app, &token).await;
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (401, Some("Token too old, re-authenticate"))
+    );
+}
+
+#[tokio::test]
+async fn refresh_beyond_30_days_from_login_is_session_expired() {
+    let app = TestApp::start().await;
+    let mut token = app.owner_token().await;
+    for _ in 0..2 {
+        app.state.clock.advance(Duration::days(13));
+        let (status, body) = refresh(&app, &token).await;
+        assert_eq!(status, 200, "{body}");
+        token = body["token"].as_str().unwrap().to_owned();
+    }
+    app.state.clock.advance(Duration::days(5));
+    let (status, body) = refresh(&app, &token).await;
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (401, Some("Session expired, re-authenticate"))
+    );
+}
+
+#[tokio::test]
+async fn refresh_after_the_key_is_deleted_is_no_accessible_accounts() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let (person, key) = app.add_person(&owner, "Temp").await;
+    let token = app.token_for(&key).await;
+    let (_, body) = app.get(&format!("/api/demo/entity/{person}"), &owner).await;
+    let key_value = body["entity"]["service_api_key"][0]["_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        app.delete(&format!("/api/demo/property/{key_value}"), &owner).await.0,
+        200
+    );
+    let (status, body) = refresh(&app, &token).await;
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (401, Some("No accessible accounts"))
+    );
+    // and the deleted key no longer logs in
+    assert_eq!(app.call("GET", "/api/auth", Some(&key), None).await.0, 401);
+}
+
+#[tokio::test]
+async fn refresh_of_an_unbound_token_is_invalid_token() {
+    let app = TestApp::start().await;
+    let accounts = BTreeMap::from([("demo".to_owned(), app.person.clone())]);
+    let unbound = keys()
+        .sign(&Claims::access("oauth".into(), accounts, None, chrono::Utc::now()))
+        .unwrap();
+    assert_eq!(
+        app.get("/api/demo/entity", &unbound).await.0,
+        200,
+        "unbound tokens work anywhere"
+    );
+    let (status, body) = refresh(&app, &unbound).await;
+    assert_eq!((status, body["message"].as_str()), (401, Some("Invalid token")));
+}
+
+#[tokio::test]
+async fn a_token_from_another_address_is_invalid_token() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let elsewhere = reqwest::Client::builder()
+        .local_address("127.0.0.2".parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap();
+    for path in ["/api/demo/entity", "/api/auth/refresh"] {
+        let response = elsewhere
+            .get(format!("{}{path}", app.url))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 401, "{path}");
+        let body: Json = response.json().await.unwrap();
+        assert_eq!(body["message"], "Invalid token");
+    }
+}
+
+#[tokio::test]
+async fn behind_a_trusted_proxy_the_last_forwarded_address_binds() {
+    let app = TestApp::start_with(&[("http.trusted_proxies", "127.0.0.1")]).await;
+    let login = app
+        .http
+        .get(format!("{}/api/auth?db=demo", app.url))
+        .bearer_auth(&app.key)
+        .header("X-Forwarded-For", "198.51.100.1, 10.0.0.5")
+        .send()
+        .await
+        .unwrap();
+    let token = login.json::<Json>().await.unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let from = |address: &'static str| {
+        app.http
+            .get(format!("{}/api/demo/entity", app.url))
+            .bearer_auth(&token)
+            .header("X-Forwarded-For", address)
+            .send()
+    };
+    assert_eq!(from("10.0.0.5").await.unwrap().status(), 200);
+    assert_eq!(from("10.0.0.6").await.unwrap().status(), 401);
+}
+
+#[tokio::test]
+async fn only_access_tokens_are_accepted_and_untyped_ones_are_past_their_cutoff() {
+    let app = TestApp::start().await;
+    let accounts = BTreeMap::from([("demo".to_owned(), app.person.clone())]);
+    let now = chrono::Utc::now();
+    for kind in [Some("session"), Some("invite"), None] {
+        let mut claims = Claims::access("x".into(), accounts.clone(), None, now);
+        claims.token_use = kind.map(str::to_owned);
+        let token = keys().sign(&claims).unwrap();
+        let (status, body) = app.get("/api/demo/entity", &token).await;
+        assert_eq!(status, 401, "{kind:?}: {body}");
+    }
+    let forged = JwtKeys::new(b"another secret", chrono::NaiveDate::from_ymd_opt(2026, 11, 6).unwrap())
+        .sign(&Claims::access("x".into(), accounts, None, now))
+        .unwrap();
+    assert_eq!(app.get("/api/demo/entity", &forged).await.0, 401);
+}
+
+#[tokio::test]
+async fn usage_object_reports_entities_values_requests_and_limits() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let book = app.create_type(&owner, "book").await;
+    let id = app
+        .create(
+            &owner,
+            &book,
+            json!([{"type": "cover", "filename": "a.png", "filesize": 300, "filetype": "image/png"}]),
+        )
+        .await;
+    app.delete(&format!("/api/demo/entity/{id}"), &owner).await;
+    let (status, usage) = app.get("/api/demo", &owner).await;
+    assert_eq!(status, 200, "{usage}");
+    assert!(usage["entities"]["usage"].as_i64().unwrap() > 10);
+    assert_eq!(usage["entities"]["deleted"], 1);
+    assert_eq!(usage["entities"]["limit"], 0);
+    assert!(usage["properties"]["deleted"].as_i64().unwrap() >= 4);
+    assert_eq!(usage["files"], json!({"usage": 0, "deleted": 300, "limit": 0}));
+    assert_eq!(usage["tokens"], json!({"usage": 0, "limit": 100000}));
+    // every request before it is counted (the auth call is not a database route)
+    let requests = usage["requests"]["usage"].as_i64().unwrap();
+    assert!(requests >= 5, "{requests}");
+    assert!(usage["requests"]["limit"].as_i64().unwrap() >= requests);
+    assert!(usage["dbSize"].as_i64().unwrap() > 0);
+    assert_eq!(usage["organization"], json!([]));
+    // cached: the same object for five minutes
+    let (_, again) = app.get("/api/demo", &owner).await;
+    assert_eq!(again, usage);
+}
+
+#[tokio::test]
+async fn usage_needs_a_token_for_that_database() {
+    let app = TestApp::start().await;
+    assert_eq!(app.call("GET", "/api/demo", None, None).await.0, 401);
+    let accounts = BTreeMap::from([("other".to_owned(), app.person.clone())]);
+    let other = keys()
+        .sign(&Claims::access("x".into(), accounts, None, chrono::Utc::now()))
+        .unwrap();
+    assert_eq!(app.get("/api/demo", &other).await.0, 403);
+}
