@@ -13,6 +13,7 @@ use crate::auth::api_key::{self, GeneratedKey};
 use crate::db::values::{self, NewValue, ValueRow};
 use crate::db::{Pool, projection};
 use crate::http::error::ApiError;
+use crate::model::counter;
 use crate::model::definition::{PropertyDefinition, SystemProperty, is_billing_property};
 use crate::model::ids::new_id;
 use crate::model::value::{Value, ValueInput};
@@ -340,6 +341,19 @@ async fn validate(
 ) -> Result<(Vec<NewValue>, HashMap<String, String>), ApiError> {
     let mut rows = Vec::with_capacity(inputs.len());
     let mut plain_keys = HashMap::new();
+    // One sequence per property name and database: lock each (in name order,
+    // so two writes never wait on each other crosswise) until commit.
+    let mut counters: Vec<&str> = inputs
+        .iter()
+        .filter(|input| matches!(input.value, Value::Counter { .. }))
+        .map(|input| input.prop.as_str())
+        .collect();
+    counters.sort_unstable();
+    counters.dedup();
+    for prop in counters {
+        values::lock_counter(conn, target.db, prop).await?;
+    }
+    let mut last_numbers: HashMap<&str, (String, f64)> = HashMap::new();
     for input in inputs {
         let needed = check_property(conn, target, input).await?;
         if needed.is_some_and(|needed| !has_right(&target.lists, target.actor, needed)) {
@@ -377,6 +391,16 @@ async fn validate(
             ));
         }
         let mut row = new_row(target, &input.prop, &input.value, input.language.clone());
+        if let Value::Counter { step } = input.value {
+            let previous = match last_numbers.get(input.prop.as_str()) {
+                Some(last) => Some(last.clone()),
+                None => values::largest_number(conn, target.db, &input.prop).await?,
+            };
+            let (string, number) = counter::next(previous.as_ref().map(|(s, n)| (s.as_str(), *n)), step);
+            row.string = Some(string.clone());
+            row.number = Some(number);
+            last_numbers.insert(&input.prop, (string, number));
+        }
         if input.prop == API_KEY_PROPERTY {
             let key = keys
                 .pop()
@@ -514,6 +538,12 @@ fn new_row(target: &Target<'_>, prop: &str, value: &Value, language: Option<Stri
             row.filesize = Some(filesize);
             row.filetype = Some(filetype);
         }
+        Value::CounterString { string, number } => {
+            row.string = Some(string);
+            row.number = Some(number);
+        }
+        // numbered in `validate`, under the counter's lock
+        Value::Counter { .. } => {}
     }
     row
 }

@@ -218,3 +218,42 @@ async fn usage_needs_a_token_for_that_database() {
         .unwrap();
     assert_eq!(app.get("/api/demo", &other).await.0, 403);
 }
+
+#[tokio::test]
+async fn a_plain_key_appears_only_in_its_creation_response() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let (person, key) = app.add_person(&owner, "Keyholder").await;
+    let (_, entity) = app.get(&format!("/api/demo/entity/{person}"), &owner).await;
+    let value = entity["entity"]["service_api_key"][0]["_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut seen = vec![entity.clone()];
+    for path in [
+        format!("/api/demo/property/{value}"),
+        "/api/demo/entity?props=service_api_key&name.string=Keyholder".to_owned(),
+        "/api/demo/entity?sort=service_api_key.string".to_owned(),
+        format!("/api/demo/entity/{person}/history"),
+        "/api/demo/entity?q=***".to_owned(),
+    ] {
+        let (status, body) = app.get(&path, &owner).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        seen.push(body);
+    }
+    for body in &seen {
+        assert!(!body.to_string().contains(&key), "{body}");
+    }
+    assert_eq!(entity["entity"]["service_api_key"][0]["string"], "***");
+    assert_eq!(seen[1]["string"], "***");
+    assert_eq!(seen[2]["entities"][0]["service_api_key"][0]["string"], "***");
+    // filters on the plain key, its hash form or the mask match nothing
+    for filter in [
+        format!("service_api_key.string={key}"),
+        "service_api_key.string=***".to_owned(),
+        "service_api_key.string.exists=true".to_owned(),
+    ] {
+        let (_, body) = app.get(&format!("/api/demo/entity?{filter}"), &owner).await;
+        assert_eq!(body["count"], 0, "{filter}");
+    }
+}

@@ -802,3 +802,60 @@ async fn person_with_key_from_the_cli_code_path_can_create_but_not_change_others
         .await;
     assert_eq!(status, 403);
 }
+
+#[tokio::test]
+async fn counters_follow_the_largest_number_of_the_property_across_types() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let invoice = app.create_type(&owner, "invoice").await;
+    let order = app.create_type(&owner, "order").await;
+    app.define(&owner, &invoice, "no", "counter", json!([])).await;
+    let first = app
+        .create(&owner, &invoice, json!([{"type": "no", "counter": true}]))
+        .await;
+    let (_, body) = app.get(&format!("/api/demo/entity/{first}"), &owner).await;
+    assert_eq!(body["entity"]["no"][0]["string"], "1", "no earlier value: the step");
+    assert_eq!(body["entity"]["no"][0]["number"], 1);
+    // a string with a number sets the sequence, leading zeros dropped
+    let (status, body) = app
+        .post(
+            "/api/demo/entity",
+            &owner,
+            json!([{"type": "_type", "reference": order}, {"type": "no", "counter": true, "string": "INV-0041"}]),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["properties"][1]["string"], "INV-41");
+    assert_eq!(body["properties"][1]["number"], 41);
+    // the next one, for another type, continues the shared sequence
+    let (_, body) = app
+        .post(
+            "/api/demo/entity",
+            &owner,
+            json!([{"type": "_type", "reference": invoice}, {"type": "no", "counter": true}]),
+        )
+        .await;
+    assert_eq!(
+        (
+            body["properties"][1]["string"].as_str(),
+            body["properties"][1]["number"].as_i64()
+        ),
+        (Some("INV-42"), Some(42))
+    );
+    let (_, body) = app
+        .post("/api/demo/entity", &owner, json!([{"type": "_type", "reference": invoice}, {"type": "no", "counter": 10}, {"type": "no", "counter": true}]))
+        .await;
+    assert_eq!(body["properties"][1]["string"], "INV-52");
+    assert_eq!(body["properties"][2]["string"], "INV-53");
+    // deleted values do not count
+    let value = body["properties"][2]["_id"].as_str().unwrap();
+    app.delete(&format!("/api/demo/property/{value}"), &owner).await;
+    let (_, body) = app
+        .post(
+            "/api/demo/entity",
+            &owner,
+            json!([{"type": "_type", "reference": invoice}, {"type": "no", "counter": true}]),
+        )
+        .await;
+    assert_eq!(body["properties"][1]["string"], "INV-53");
+}

@@ -171,15 +171,7 @@ pub async fn project(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryR
         }
         let changes = project_one(conn, db, &next).await?;
         if changes.rights {
-            let heirs: Vec<String> = entities::table
-                .filter(entities::db.eq(db))
-                .filter(entities::parent_ids.contains(vec![next.clone()]))
-                .filter(entities::inherit_rights.eq(true))
-                .filter(entities::deleted_at.is_null())
-                .select(entities::id)
-                .load(conn)
-                .await?;
-            pending.extend(heirs);
+            cascade_rights(conn, db, vec![next.clone()]).await?;
         }
         if changes.name {
             let referrers: Vec<String> = property_values::table
@@ -203,6 +195,126 @@ pub async fn project(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryR
                 .await?;
             pending.extend(members.into_iter().filter(|member| !done.contains(member)));
         }
+    }
+    Ok(())
+}
+
+/// An inheriting entity's id, parents and current effective lists.
+type HeirRow = (
+    String,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+);
+
+/// Re-computes the effective rights of every live descendant that inherits
+/// from `changed` (entities whose effective rights just changed), a level at
+/// a time with a handful of set-based queries per level: only the rights
+/// columns depend on a parent, so nothing else is rebuilt.
+async fn cascade_rights(conn: &mut AsyncPgConnection, db: &str, mut changed: Vec<String>) -> QueryResult<()> {
+    let mut visited: HashSet<String> = changed.iter().cloned().collect();
+    while !changed.is_empty() {
+        let heirs: Vec<HeirRow> = entities::table
+            .filter(entities::db.eq(db))
+            .filter(entities::parent_ids.overlaps_with(&changed))
+            .filter(entities::inherit_rights.eq(true))
+            .filter(entities::deleted_at.is_null())
+            .select((
+                entities::id,
+                entities::parent_ids,
+                entities::owners,
+                entities::editors,
+                entities::expanders,
+                entities::viewers,
+                entities::noaccess,
+            ))
+            .load(conn)
+            .await?;
+        let heirs: Vec<_> = heirs
+            .into_iter()
+            .filter(|heir| visited.insert(heir.0.clone()))
+            .collect();
+        if heirs.is_empty() {
+            break;
+        }
+        let heir_ids: Vec<String> = heirs.iter().map(|heir| heir.0.clone()).collect();
+        let own_rows: Vec<(String, String, Option<String>)> = property_values::table
+            .filter(property_values::db.eq(db))
+            .filter(property_values::entity_id.eq_any(&heir_ids))
+            .filter(property_values::deleted_at.is_null())
+            .filter(property_values::prop.eq_any(["_owner", "_editor", "_expander", "_viewer", "_noaccess"]))
+            .select((
+                property_values::entity_id,
+                property_values::prop,
+                property_values::reference,
+            ))
+            .load(conn)
+            .await?;
+        let mut own: HashMap<String, RightsLists> = HashMap::new();
+        for (entity, prop, person) in own_rows {
+            let Some(person) = person else { continue };
+            let lists = own.entry(entity).or_default();
+            let list = match prop.as_str() {
+                "_owner" => &mut lists.owners,
+                "_editor" => &mut lists.editors,
+                "_expander" => &mut lists.expanders,
+                "_viewer" => &mut lists.viewers,
+                _ => &mut lists.noaccess,
+            };
+            list.insert(person);
+        }
+        let parent_ids: BTreeSet<&String> = heirs.iter().flat_map(|heir| heir.1.iter()).collect();
+        let parents: HashMap<String, RightsLists> = entities::table
+            .filter(entities::db.eq(db))
+            .filter(entities::id.eq_any(parent_ids))
+            .filter(entities::deleted_at.is_null())
+            .select(EntityRow::as_select())
+            .load(conn)
+            .await?
+            .into_iter()
+            .map(|row| (row.id.clone(), row.lists()))
+            .collect();
+        let mut updates = Vec::new();
+        let mut next = Vec::new();
+        for (id, parent_ids, owners, editors, expanders, viewers, noaccess) in heirs {
+            let inherited: Vec<RightsLists> = parent_ids.iter().filter_map(|p| parents.get(p).cloned()).collect();
+            let lists = RightsLists::effective(&own.remove(&id).unwrap_or_default(), &inherited);
+            let set = |items: Vec<String>| items.into_iter().collect::<BTreeSet<_>>();
+            let before = RightsLists {
+                owners: set(owners),
+                editors: set(editors),
+                expanders: set(expanders),
+                viewers: set(viewers),
+                noaccess: set(noaccess),
+            };
+            if before != lists {
+                updates.push(serde_json::json!({
+                    "id": id, "owners": lists.owners, "editors": lists.editors,
+                    "expanders": lists.expanders, "viewers": lists.viewers, "noaccess": lists.noaccess,
+                }));
+                next.push(id);
+            }
+        }
+        if !updates.is_empty() {
+            let list = |key: &str| format!("ARRAY(SELECT jsonb_array_elements_text(d.value -> '{key}'))");
+            diesel::sql_query(format!(
+                "UPDATE entities e SET owners = {}, editors = {}, expanders = {}, viewers = {}, noaccess = {} \
+                 FROM jsonb_array_elements($2) d WHERE e.db = $1 AND e.id = d.value ->> 'id'",
+                list("owners"),
+                list("editors"),
+                list("expanders"),
+                list("viewers"),
+                list("noaccess"),
+            ))
+            .bind::<diesel::sql_types::Text, _>(db)
+            .bind::<diesel::sql_types::Jsonb, _>(Json::Array(updates))
+            .execute(conn)
+            .await?;
+        }
+        changed = next;
     }
     Ok(())
 }

@@ -327,3 +327,34 @@ pub async fn api_key_candidates(conn: &mut AsyncPgConnection, lookup: &str) -> Q
         })
         .collect())
 }
+
+/// Holds the lock of counter `prop` in `db` until the transaction ends.
+pub async fn lock_counter(conn: &mut AsyncPgConnection, db: &str, prop: &str) -> QueryResult<()> {
+    diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind::<diesel::sql_types::Text, _>(format!("counter/{db}/{prop}"))
+        .execute(conn)
+        .await
+        .map(|_| ())
+}
+
+/// The live value of `prop` with the largest `number`: its string (or the
+/// number written out) and number.
+pub async fn largest_number(conn: &mut AsyncPgConnection, db: &str, prop: &str) -> QueryResult<Option<(String, f64)>> {
+    let found: Option<(Option<String>, Option<f64>)> = property_values::table
+        .filter(property_values::db.eq(db))
+        .filter(property_values::prop.eq(prop))
+        .filter(property_values::deleted_at.is_null())
+        .filter(property_values::number.is_not_null())
+        .order(property_values::number.desc())
+        .select((property_values::string, property_values::number))
+        .first(conn)
+        .await
+        .optional()?;
+    Ok(found.and_then(|(string, number)| {
+        let number = number?;
+        Some((
+            string.unwrap_or_else(|| crate::view::number_json(number).to_string()),
+            number,
+        ))
+    }))
+}

@@ -1,5 +1,6 @@
 //! The data model: ids, values and property definitions. Pure code, no I/O.
 
+pub mod counter;
 pub mod definition;
 pub mod ids;
 pub mod value;

@@ -5,6 +5,7 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use serde_json::{Map, Value as Json};
 
 use crate::http::error::ApiError;
+use crate::model::counter;
 use crate::model::ids::is_valid_id;
 
 /// The `type` attribute of a property definition.
@@ -91,12 +92,22 @@ pub enum Value {
         filesize: i64,
         filetype: String,
     },
+    /// `counter` in place of a value: the next number of the property's
+    /// sequence, `step` added.
+    Counter {
+        step: f64,
+    },
+    /// `counter` with a `string`: that string, its last number as `number`.
+    CounterString {
+        string: String,
+        number: f64,
+    },
 }
 
 impl Value {
     pub fn field(&self) -> ValueField {
         match self {
-            Value::String(_) => ValueField::String,
+            Value::String(_) | Value::Counter { .. } | Value::CounterString { .. } => ValueField::String,
             Value::Number(_) => ValueField::Number,
             Value::Boolean(_) => ValueField::Boolean,
             Value::Date(_) => ValueField::Date,
@@ -163,7 +174,10 @@ fn parse_object(item: &Json) -> Result<ValueInput, ApiError> {
             ));
         }
     };
-    let value = parse_value(&prop, object)?;
+    let value = match object.get("counter") {
+        None | Some(Json::Null) | Some(Json::Bool(false)) => parse_value(&prop, object)?,
+        Some(counter) => parse_counter(&prop, counter, object)?,
+    };
     Ok(ValueInput {
         prop,
         replaces,
@@ -181,6 +195,32 @@ fn parse_value(prop: &str, object: &Map<String, Json>) -> Result<Value, ApiError
         ([field], false) => parse_scalar(prop, field, &object[*field]),
         ([], false) => Err(malformed(format!("{prop} has no value field"))),
         _ => Err(malformed(format!("{prop} has more than one value field"))),
+    }
+}
+
+/// `counter: true` (step 1) or a number (the step), alone or with a `string`
+/// that holds a number.
+fn parse_counter(prop: &str, counter: &Json, object: &Map<String, Json>) -> Result<Value, ApiError> {
+    let step = match counter {
+        Json::Bool(true) => 1.0,
+        Json::Number(step) => step.as_f64().filter(|s| s.is_finite()).unwrap_or(1.0),
+        _ => return Err(malformed(format!("{prop}: `counter` is true or a number"))),
+    };
+    match parse_value(prop, object) {
+        Err(_)
+            if SCALAR_FIELDS
+                .iter()
+                .chain(&FILE_FIELDS)
+                .all(|f| object.get(*f).is_none_or(Json::is_null)) =>
+        {
+            Ok(Value::Counter { step })
+        }
+        Ok(Value::String(text)) => {
+            let (string, number) = counter::normalise(&text)
+                .ok_or_else(|| malformed(format!("{prop}: a counter string needs a number in it")))?;
+            Ok(Value::CounterString { string, number })
+        }
+        _ => Err(malformed(format!("{prop}: `counter` goes with a `string` or alone"))),
     }
 }
 
@@ -310,6 +350,28 @@ mod tests {
             let body = format!(r#"{{"type":"a","string":"x","language":"{bad}"}}"#);
             assert_eq!(one(&body).unwrap_err().code, "invalid_language");
         }
+    }
+
+    #[test]
+    fn counters_take_true_a_step_or_a_string_with_a_number() {
+        assert_eq!(
+            one(r#"{"type":"n","counter":true}"#).unwrap().value,
+            Value::Counter { step: 1.0 }
+        );
+        assert_eq!(
+            one(r#"{"type":"n","counter":5}"#).unwrap().value,
+            Value::Counter { step: 5.0 }
+        );
+        assert_eq!(
+            one(r#"{"type":"n","counter":true,"string":"INV-0042"}"#).unwrap().value,
+            Value::CounterString {
+                string: "INV-42".into(),
+                number: 42.0
+            }
+        );
+        assert!(one(r#"{"type":"n","counter":true,"string":"none"}"#).is_err());
+        assert!(one(r#"{"type":"n","counter":true,"number":3}"#).is_err());
+        assert!(one(r#"{"type":"n","counter":"x"}"#).is_err());
     }
 
     #[test]
