@@ -10,5 +10,7 @@ pub mod http;
 pub mod model;
 pub mod query;
 pub mod rights;
+pub mod storage;
+pub mod thumbnail;
 pub mod view;
 pub mod write;

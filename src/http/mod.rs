@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod entity;
 pub mod error;
+pub mod files;
 pub mod health;
 pub mod property;
 
@@ -25,17 +26,25 @@ pub struct AppState {
     pub jwt: JwtKeys,
     pub writers: Writers,
     pub trusted_proxies: Vec<IpAddr>,
+    pub files: files::Files,
     /// Databases seen to exist (databases are never removed while serving).
     known_databases: DashSet<String>,
 }
 
 impl AppState {
-    pub fn new(pool: Pool, jwt: JwtKeys, writers: Writers, trusted_proxies: Vec<IpAddr>) -> AppState {
+    pub fn new(
+        pool: Pool,
+        jwt: JwtKeys,
+        writers: Writers,
+        trusted_proxies: Vec<IpAddr>,
+        files: files::Files,
+    ) -> AppState {
         AppState {
             pool,
             jwt,
             writers,
             trusted_proxies,
+            files,
             known_databases: DashSet::new(),
         }
     }
@@ -141,7 +150,18 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/api/{db}/entity/{id}", web::post().to(entity::add_values))
         .route("/api/{db}/entity/{id}", web::delete().to(entity::delete))
         .route("/api/{db}/property/{id}", web::get().to(property::read))
-        .route("/api/{db}/property/{id}", web::delete().to(property::delete));
+        .route("/api/{db}/property/{id}", web::delete().to(property::delete))
+        // Files: thumbnails, and the local storage backend's signed URLs.
+        .route(
+            "/api/{db}/entity/{id}/thumbnail/{size}",
+            web::get().to(files::entity_thumbnail),
+        )
+        .route(
+            "/api/{db}/property/{id}/thumbnail/{size}",
+            web::get().to(files::property_thumbnail),
+        )
+        .route("/storage/{key:.*}", web::put().to(files::storage_put))
+        .route("/storage/{key:.*}", web::get().to(files::storage_get));
 }
 
 /// JSON errors for what the router and extractors reject.
