@@ -21,7 +21,7 @@ lint: deps
 	$(CARGO) clippy --all-targets -- -D warnings
 
 test: lint
-	$(CARGO) test --all-targets; status=$$?; scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"; exit $$status
+	$(CARGO) test --lib --bins --tests; status=$$?; scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"; exit $$status
 
 clean-test-cluster:
 	scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"

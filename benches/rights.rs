@@ -13,7 +13,10 @@ use eds::model::value::{Value, ValueInput};
 use eds::write::{WriteOp, WriteRequest, apply};
 use serde_json::json;
 
-const CHILDREN: usize = 10_000;
+/// Children under the parent (`EDS_BENCH_CHILDREN` overrides it).
+fn children_count() -> usize {
+    std::env::var("EDS_BENCH_CHILDREN").ok().and_then(|n| n.parse().ok()).unwrap_or(10_000)
+}
 
 fn input(prop: &str, value: Value) -> ValueInput {
     ValueInput {
@@ -33,9 +36,10 @@ async fn main() {
     let (reader, reader_key) = app.add_person(&owner, "Reader").await;
     let reader_token = app.token_for(&reader_key).await;
 
+    let count = children_count();
     let started = Instant::now();
-    let mut children = Vec::with_capacity(CHILDREN);
-    for _ in 0..CHILDREN {
+    let mut children = Vec::with_capacity(count);
+    for _ in 0..count {
         let outcome = apply(
             &app.pool,
             WriteRequest {
@@ -57,7 +61,7 @@ async fn main() {
         }
     }
     println!(
-        "created {CHILDREN} children in {:.1} s",
+        "created {count} children in {:.1} s",
         started.elapsed().as_secs_f64()
     );
 
@@ -75,7 +79,7 @@ async fn main() {
         assert_eq!(status, 200, "{body}");
         grants.push(started.elapsed().as_secs_f64());
         let value = body["properties"][0]["_id"].as_str().unwrap().to_owned();
-        for child in [&children[0], &children[CHILDREN / 2], &children[CHILDREN - 1]] {
+        for child in [&children[0], &children[count / 2], &children[count - 1]] {
             assert_eq!(
                 app.get(&format!("/api/demo/entity/{child}"), &reader_token).await.0,
                 200,
@@ -83,7 +87,8 @@ async fn main() {
             );
         }
         let started = Instant::now();
-        assert_eq!(app.delete(&format!("/api/demo/property/{value}"), &owner).await.0, 200);
+        let (status, body) = app.delete(&format!("/api/demo/property/{value}"), &owner).await;
+        assert_eq!(status, 200, "{body}");
         revokes.push(started.elapsed().as_secs_f64());
         assert_eq!(
             app.get(&format!("/api/demo/entity/{}", children[1]), &reader_token)
@@ -93,7 +98,7 @@ async fn main() {
         );
     }
     println!(
-        "rights change on a parent with {CHILDREN} inheriting children, visible on all in the next read: \
+        "rights change on a parent with {count} inheriting children, visible on all in the next read: \
          grant median {:.3} s, revoke median {:.3} s (3 runs each)",
         median(&mut grants),
         median(&mut revokes)

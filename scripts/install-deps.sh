@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what building and running eds needs, when it is missing:
 # PostgreSQL server binaries, libpq headers and pkg-config (diesel), jq (the
-# README walk-through). Uses apt; as a non-root user it goes through sudo.
+# README walk-through), pip (for libpdfium, fetched last by fetch-pdfium.sh).
+# Uses apt; as a non-root user it goes through sudo.
 set -eu
 
 missing=""
@@ -10,8 +11,11 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$missing postgre
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 command -v jq >/dev/null 2>&1 || missing="$missing jq"
 command -v curl >/dev/null 2>&1 || missing="$missing curl"
+command -v pip3 >/dev/null 2>&1 || python3 -m pip --version >/dev/null 2>&1 || missing="$missing python3-pip"
 
-[ -z "$missing" ] && exit 0
+if [ -z "$missing" ]; then
+    exec "$(dirname "$0")/fetch-pdfium.sh"
+fi
 
 echo "installing:$missing" >&2
 sudo=""
@@ -24,3 +28,5 @@ $sudo apt-get install -y -q --no-install-recommends $missing
 if echo "$missing" | grep -q postgresql && command -v systemctl >/dev/null 2>&1; then
     $sudo systemctl disable --now postgresql >/dev/null 2>&1 || true
 fi
+
+exec "$(dirname "$0")/fetch-pdfium.sh"

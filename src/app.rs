@@ -16,6 +16,7 @@ use crate::auth::jwt::JwtKeys;
 use crate::config::Settings;
 use crate::db::{self, Pool, local_cluster::LocalCluster};
 use crate::http::error::ApiError;
+use crate::http::files::Files;
 use crate::http::{self, AppState};
 
 /// Name of the database eds keeps in its private cluster.
@@ -82,7 +83,8 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
 
 /// The shared state for a server on `pool`.
 pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, String> {
-    let jwt = JwtKeys::new(&jwt_secret(settings)?, settings.auth.untyped_tokens_until);
+    let secret = jwt_secret(settings)?;
+    let jwt = JwtKeys::new(&secret, settings.auth.untyped_tokens_until);
     let trusted_proxies = settings
         .http
         .trusted_proxies
@@ -94,7 +96,14 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         })
         .collect::<Result<Vec<_>, _>>()?;
     let writers = Writers::new(pool.clone(), settings.actors.writer_mailbox);
-    Ok(web::Data::new(AppState::new(pool, jwt, writers, trusted_proxies)))
+    let files = Files::from_settings(settings, &secret)?;
+    Ok(web::Data::new(AppState::new(
+        pool,
+        jwt,
+        writers,
+        trusted_proxies,
+        files,
+    )))
 }
 
 /// Starts serving on `listener`; the returned server runs until stopped.
@@ -189,6 +198,9 @@ pub async fn serve(settings: Settings, url: String) -> Result<(), String> {
         settings.database.statement_timeout_ms,
     )?;
     let state = state(&settings, pool)?;
+    if let Err(error) = state.files.store.check().await {
+        tracing::warn!(%error, "object storage is not reachable; file uploads and thumbnails will fail");
+    }
     let listener =
         TcpListener::bind(&settings.http.bind).map_err(|e| format!("cannot listen on {}: {e}", settings.http.bind))?;
     let address: SocketAddr = listener.local_addr().map_err(|e| e.to_string())?;

@@ -12,6 +12,8 @@ pub struct Settings {
     pub data: DataSettings,
     pub auth: AuthSettings,
     pub actors: ActorSettings,
+    pub storage: StorageSettings,
+    pub thumbnails: ThumbnailSettings,
     pub log: LogSettings,
 }
 
@@ -48,6 +50,57 @@ pub struct AuthSettings {
 #[derive(Debug, Clone, Deserialize)]
 pub struct ActorSettings {
     pub writer_mailbox: usize,
+    pub thumbnail_workers: usize,
+    pub thumbnail_queue: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct StorageSettings {
+    pub backend: StorageBackend,
+    pub local: LocalStorageSettings,
+    pub s3: S3Settings,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageBackend {
+    Local,
+    S3,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LocalStorageSettings {
+    pub path: PathBuf,
+}
+
+#[derive(Clone, Deserialize)]
+pub struct S3Settings {
+    pub endpoint: String,
+    pub bucket: String,
+    pub region: String,
+    pub access_key: String,
+    pub secret_key: String,
+    pub path_style: bool,
+    pub timeout_ms: u64,
+}
+
+/// Credentials stay out of debug output (and so out of logs).
+impl std::fmt::Debug for S3Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3Settings")
+            .field("endpoint", &self.endpoint)
+            .field("bucket", &self.bucket)
+            .field("region", &self.region)
+            .field("path_style", &self.path_style)
+            .field("timeout_ms", &self.timeout_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ThumbnailSettings {
+    pub pdfium_library: PathBuf,
+    pub pdf_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]

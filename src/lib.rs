@@ -11,6 +11,8 @@ pub mod http;
 pub mod model;
 pub mod query;
 pub mod rights;
+pub mod storage;
+pub mod thumbnail;
 pub mod usage;
 pub mod view;
 pub mod write;

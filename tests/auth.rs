@@ -134,7 +134,11 @@ async fn a_token_from_another_address_is_invalid_token() {
 
 #[tokio::test]
 async fn behind_a_trusted_proxy_the_last_forwarded_address_binds() {
-    let app = TestApp::start_with(&[("http.trusted_proxies", "127.0.0.1")]).await;
+    let app = TestApp::start_with(
+        common::Storage::Local,
+        &[("http.trusted_proxies", "127.0.0.1".to_owned())],
+    )
+    .await;
     let login = app
         .http
         .get(format!("{}/api/auth?db=demo", app.url))

@@ -1,3 +1,4 @@
-//! Actors: one writer per database.
+//! Actors: one writer per database, the thumbnail pool.
 
 pub mod db_writer;
+pub mod thumbnailer;

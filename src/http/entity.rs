@@ -109,11 +109,12 @@ pub async fn create(
     let outcome = state
         .writers
         .write(WriteRequest {
-            db,
+            db: db.clone(),
             actor,
             op: WriteOp::CreateEntity { values },
         })
         .await?;
+    let outcome = state.files.with_uploads(&db, outcome).await?;
     Ok(HttpResponse::Created().json(written(outcome)))
 }
 
@@ -134,11 +135,12 @@ pub async fn add_values(
     let outcome = state
         .writers
         .write(WriteRequest {
-            db,
+            db: db.clone(),
             actor,
             op: WriteOp::AddValues { entity_id, values },
         })
         .await?;
+    let outcome = state.files.with_uploads(&db, outcome).await?;
     Ok(HttpResponse::Ok().json(written(outcome)))
 }
 

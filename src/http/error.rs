@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{status} {code}: {message}")]
 pub struct ApiError {
     pub status: StatusCode,
@@ -73,7 +73,7 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         let mut response = HttpResponse::build(self.status);
-        if self.code == "query_timeout" {
+        if matches!(self.code, "query_timeout" | "thumbnails_busy") {
             response.insert_header(("Retry-After", "5"));
         }
         response.json(serde_json::json!({

@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod entity;
 pub mod error;
+pub mod files;
 pub mod health;
 pub mod property;
 pub mod usage;
@@ -29,12 +30,19 @@ pub struct AppState {
     pub trusted_proxies: Vec<IpAddr>,
     pub clock: Clock,
     pub usage: Usage,
+    pub files: files::Files,
     /// Databases seen to exist (databases are never removed while serving).
     known_databases: DashSet<String>,
 }
 
 impl AppState {
-    pub fn new(pool: Pool, jwt: JwtKeys, writers: Writers, trusted_proxies: Vec<IpAddr>) -> AppState {
+    pub fn new(
+        pool: Pool,
+        jwt: JwtKeys,
+        writers: Writers,
+        trusted_proxies: Vec<IpAddr>,
+        files: files::Files,
+    ) -> AppState {
         AppState {
             pool,
             jwt,
@@ -42,6 +50,7 @@ impl AppState {
             trusted_proxies,
             clock: Clock::default(),
             usage: Usage::default(),
+            files,
             known_databases: DashSet::new(),
         }
     }
@@ -150,7 +159,18 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/api/{db}/entity/{id}", web::delete().to(entity::delete))
         .route("/api/{db}/entity/{id}/history", web::get().to(entity::history))
         .route("/api/{db}/property/{id}", web::get().to(property::read))
-        .route("/api/{db}/property/{id}", web::delete().to(property::delete));
+        .route("/api/{db}/property/{id}", web::delete().to(property::delete))
+        // Files: thumbnails, and the local storage backend's signed URLs.
+        .route(
+            "/api/{db}/entity/{id}/thumbnail/{size}",
+            web::get().to(files::entity_thumbnail),
+        )
+        .route(
+            "/api/{db}/property/{id}/thumbnail/{size}",
+            web::get().to(files::property_thumbnail),
+        )
+        .route("/storage/{key:.*}", web::put().to(files::storage_put))
+        .route("/storage/{key:.*}", web::get().to(files::storage_get));
 }
 
 /// The database an API path names (`/api/{db}/...`), if any.

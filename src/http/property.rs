@@ -1,7 +1,8 @@
 //! `/api/{db}/property/{_id}`: read and delete one value.
 
 use actix_web::{HttpResponse, web};
-use serde_json::json;
+use serde::Deserialize;
+use serde_json::{Value as Json, json};
 
 use super::error::ApiError;
 use super::{AppState, Caller};
@@ -11,11 +12,18 @@ use crate::rights::view_level;
 use crate::view;
 use crate::write::{WriteOp, WriteRequest};
 
-/// `GET /api/{db}/property/{_id}`: the value with `type` and `created`.
+#[derive(Debug, Deserialize)]
+pub struct ReadQuery {
+    download: Option<String>,
+}
+
+/// `GET /api/{db}/property/{_id}`: the value with `type` and `created`; a
+/// file value with `url` (or, with `download=true`, a redirect to it).
 pub async fn read(
     state: web::Data<AppState>,
     caller: Caller,
     path: web::Path<(String, String)>,
+    query: web::Query<ReadQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, id) = path.into_inner();
     state.require_database(&db).await?;
@@ -39,7 +47,13 @@ pub async fn read(
     let mut docs = [json!({ value.prop.clone(): [view::property_json(&value)] })];
     view::resolve_references(&mut conn, &db, &mut docs).await?;
     let [mut doc] = docs;
-    let resolved = doc[&value.prop][0].take();
+    let mut resolved = doc[&value.prop][0].take();
+    if let Some(url) = state.files.download_url(&db, &value).await? {
+        if query.download.as_deref() == Some("true") {
+            return Ok(HttpResponse::Found().insert_header(("Location", url)).finish());
+        }
+        resolved["url"] = Json::String(url);
+    }
     Ok(HttpResponse::Ok().json(resolved))
 }
 

@@ -58,16 +58,45 @@ pub fn fresh_database() -> String {
     cluster.url(&name).unwrap()
 }
 
-pub fn settings(database_url: &str, data_dir: &std::path::Path, overrides: &[(&str, &str)]) -> Settings {
+pub fn settings(database_url: &str, data_dir: &std::path::Path) -> Settings {
+    settings_with(database_url, data_dir, &[])
+}
+
+/// Test settings with further overrides (dotted keys), applied last. Local
+/// files go under `data_dir`; libpdfium is the one `make` fetches.
+pub fn settings_with(database_url: &str, data_dir: &std::path::Path, overrides: &[(&str, String)]) -> Settings {
     let mut all = vec![
         ("database.url", database_url.to_owned()),
         ("auth.jwt_secret", JWT_SECRET.to_owned()),
         ("data.dir", data_dir.to_string_lossy().into_owned()),
         ("http.workers", "2".to_owned()),
         ("database.pool_size", "8".to_owned()),
+        (
+            "storage.local.path",
+            data_dir.join("files").to_string_lossy().into_owned(),
+        ),
+        (
+            "thumbnails.pdfium_library",
+            pdfium_library().to_string_lossy().into_owned(),
+        ),
+        ("actors.thumbnail_workers", "2".to_owned()),
     ];
-    all.extend(overrides.iter().map(|(key, value)| (*key, value.to_string())));
+    all.extend(overrides.iter().cloned());
     Settings::load_with(all).expect("test settings")
+}
+
+/// The default `thumbnails.pdfium_library`, relative to the checkout.
+pub fn pdfium_library() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".data/pdfium/libpdfium.so")
+}
+
+/// Where a test app keeps file contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// The local backend, its URLs served by the app itself.
+    Local,
+    /// A bucket of the in-process S3 server (see [`s3`]).
+    S3,
 }
 
 /// The app served on a free port, with one database `demo` whose owner holds `key`.
@@ -79,25 +108,46 @@ pub struct TestApp {
     pub key: String,
     pub http: reqwest::Client,
     pub state: actix_web::web::Data<eds::http::AppState>,
+    /// The directory holding the objects of the app's storage (either backend).
+    pub objects_dir: PathBuf,
     _data_dir: tempdir::Dir,
+    _bucket: Option<tempdir::Dir>,
 }
 
 impl TestApp {
     pub async fn start() -> TestApp {
-        Self::start_with(&[]).await
+        TestApp::start_with(Storage::Local, &[]).await
     }
 
-    /// As [`TestApp::start`], with configuration overrides (dotted keys).
-    pub async fn start_with(overrides: &[(&str, &str)]) -> TestApp {
+    /// An app on the given storage, with further settings overrides.
+    pub async fn start_with(storage: Storage, overrides: &[(&str, String)]) -> TestApp {
         let database_url = fresh_database();
         let data_dir = tempdir::Dir::new();
-        let settings = settings(&database_url, &data_dir.0, overrides);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let mut all = vec![("http.public_url", url.clone())];
+        let (objects_dir, bucket) = match storage {
+            Storage::Local => (data_dir.0.join("files"), None),
+            Storage::S3 => {
+                let server = s3::server();
+                let bucket = server.bucket();
+                all.extend([
+                    ("storage.backend", "s3".to_owned()),
+                    ("storage.s3.endpoint", server.endpoint.clone()),
+                    ("storage.s3.bucket", bucket.name.clone()),
+                    ("storage.s3.access_key", s3::ACCESS_KEY.to_owned()),
+                    ("storage.s3.secret_key", s3::SECRET_KEY.to_owned()),
+                    ("storage.s3.path_style", "true".to_owned()),
+                ]);
+                (bucket.dir.0.clone(), Some(bucket.dir))
+            }
+        };
+        all.extend(overrides.iter().cloned());
+        let settings = settings_with(&database_url, &data_dir.0, &all);
         let pool = db::pool(&database_url, 4, 5000).unwrap();
         let created = db::databases::create(&pool, "demo", "owner@example.com", "Demo Owner")
             .await
             .expect("create the demo database");
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
         let (started, ready) = std::sync::mpsc::channel();
         let server_pool = db::pool(&database_url, 8, settings.database.statement_timeout_ms).unwrap();
         let state = eds::app::state(&settings, server_pool).unwrap();
@@ -118,7 +168,9 @@ impl TestApp {
             key: created.api_key,
             http: reqwest::Client::new(),
             state,
+            objects_dir,
             _data_dir: data_dir,
+            _bucket: bucket,
         }
     }
 
@@ -235,6 +287,81 @@ impl TestApp {
             .await;
         assert_eq!(status, 200, "{body}");
         (id, body["properties"][0]["string"].as_str().unwrap().to_owned())
+    }
+}
+
+/// An in-process S3-compatible server that checks SigV4 signatures (`s3s`
+/// over `s3s-fs`), one per test process, with a bucket per test app.
+pub mod s3 {
+    use std::sync::OnceLock;
+
+    use hyper_util::rt::TokioIo;
+    use s3s::auth::SimpleAuth;
+    use s3s::service::S3ServiceBuilder;
+
+    use super::tempdir;
+
+    pub const ACCESS_KEY: &str = "eds-test-access";
+    pub const SECRET_KEY: &str = "eds-test-secret-key";
+
+    pub struct S3Server {
+        pub endpoint: String,
+        root: tempdir::Dir,
+    }
+
+    pub struct Bucket {
+        pub name: String,
+        /// The bucket's directory: objects are files under it, named by key.
+        pub dir: tempdir::Dir,
+    }
+
+    impl S3Server {
+        /// A fresh, empty bucket, removed when dropped.
+        pub fn bucket(&self) -> Bucket {
+            let name = format!("b{}", eds::model::ids::new_id());
+            let path = self.root.0.join(&name);
+            std::fs::create_dir_all(&path).unwrap();
+            Bucket {
+                name,
+                dir: tempdir::Dir(path),
+            }
+        }
+    }
+
+    /// The process's server, started on a free port on first use.
+    pub fn server() -> &'static S3Server {
+        static SERVER: OnceLock<S3Server> = OnceLock::new();
+        SERVER.get_or_init(|| {
+            let root = tempdir::Dir::new();
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.set_nonblocking(true).unwrap();
+            let endpoint = format!("http://{}", listener.local_addr().unwrap());
+            let mut builder = S3ServiceBuilder::new(s3s_fs::FileSystem::new(&root.0).unwrap());
+            builder.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
+            let service = builder.build();
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async move {
+                    let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                    loop {
+                        let Ok((stream, _)) = listener.accept().await else {
+                            continue;
+                        };
+                        let service = service.clone();
+                        tokio::spawn(async move {
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await;
+                        });
+                    }
+                })
+            });
+            S3Server { endpoint, root }
+        })
     }
 }
 

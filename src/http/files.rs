@@ -1,0 +1,258 @@
+//! Files: signed uploads for created file values, download URLs, thumbnails
+//! (`/api/{db}/entity/{_id}/thumbnail/{size}`,
+//! `/api/{db}/property/{_id}/thumbnail/{size}`), and the local backend's
+//! signed URLs (`/storage/{key}`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde_json::{Value as Json, json};
+
+use super::error::ApiError;
+use super::{AppState, Caller};
+use crate::actors::thumbnailer::{Thumbnailer, ThumbnailerConfig};
+use crate::config::Settings;
+use crate::db::values::{self, ValueRow};
+use crate::model::ids::is_valid_id;
+use crate::rights::can_read;
+use crate::storage::local::{LocalStore, Refusal, Signed};
+use crate::storage::{self, Download, ObjectKey, ObjectStore, Upload, content_disposition};
+use crate::thumbnail::{self, ThumbnailError};
+use crate::write::WriteOutcome;
+
+/// Object storage and the thumbnail pool.
+pub struct Files {
+    pub store: Arc<dyn ObjectStore>,
+    /// The local backend, when this process serves its URLs.
+    pub local: Option<Arc<LocalStore>>,
+    pub thumbnailer: Thumbnailer,
+}
+
+impl Files {
+    /// `secret` is the service's signing material (`auth.jwt_secret`).
+    pub fn from_settings(settings: &Settings, secret: &[u8]) -> Result<Files, String> {
+        let storage::Stores { store, local } = storage::from_settings(settings, secret)?;
+        let thumbnailer = Thumbnailer::start(
+            store.clone(),
+            ThumbnailerConfig {
+                workers: settings.actors.thumbnail_workers,
+                queue: settings.actors.thumbnail_queue,
+                pdf_timeout: Duration::from_millis(settings.thumbnails.pdf_timeout_ms),
+                pdfium_library: settings.thumbnails.pdfium_library.clone(),
+            },
+        );
+        Ok(Files {
+            store,
+            local,
+            thumbnailer,
+        })
+    }
+
+    /// Adds `upload` (a signed PUT URL and the headers it takes) to every
+    /// file value of a write's outcome.
+    pub async fn with_uploads(&self, db: &str, mut outcome: WriteOutcome) -> Result<WriteOutcome, ApiError> {
+        let WriteOutcome::Written { entity_id, values } = &mut outcome else {
+            return Ok(outcome);
+        };
+        for value in values.iter_mut().filter_map(Json::as_object_mut) {
+            let (Some(id), Some(filename), Some(filesize), Some(filetype)) = (
+                value.get("_id").and_then(Json::as_str),
+                value.get("filename").and_then(Json::as_str),
+                value.get("filesize").and_then(Json::as_u64),
+                value.get("filetype").and_then(Json::as_str),
+            ) else {
+                continue;
+            };
+            let key = ObjectKey::file(db, entity_id, id).ok_or_else(|| invalid_key(db))?;
+            let upload = Upload {
+                content_type: filetype.to_owned(),
+                content_length: filesize,
+                content_disposition: content_disposition(filename),
+            };
+            let url = self.store.presign_put(&key, &upload).await?;
+            value.insert(
+                "upload".into(),
+                json!({
+                    "url": url,
+                    "method": "PUT",
+                    "headers": {
+                        "ACL": "private",
+                        "Content-Disposition": upload.content_disposition,
+                        "Content-Length": upload.content_length,
+                        "Content-Type": upload.content_type,
+                    },
+                }),
+            );
+        }
+        Ok(outcome)
+    }
+
+    /// A fresh download URL of a file value; `None` for other values.
+    pub async fn download_url(&self, db: &str, value: &ValueRow) -> Result<Option<String>, ApiError> {
+        let Some(filename) = &value.filename else {
+            return Ok(None);
+        };
+        let key = ObjectKey::file(db, &value.entity_id, &value.id).ok_or_else(|| invalid_key(db))?;
+        let download = Download {
+            content_type: value.filetype.clone(),
+            content_disposition: Some(content_disposition(filename)),
+        };
+        Ok(Some(self.store.presign_get(&key, &download).await?))
+    }
+
+    /// `{url}` of the thumbnail of `source`, rendered first when needed.
+    async fn thumbnail_url(&self, source: &ObjectKey, size: u32) -> Result<HttpResponse, ApiError> {
+        let key = self.thumbnailer.thumbnail(source, size).await?;
+        let download = Download {
+            content_type: Some("image/jpeg".into()),
+            content_disposition: None,
+        };
+        let url = self.store.presign_get(&key, &download).await?;
+        Ok(HttpResponse::Ok().json(json!({ "url": url })))
+    }
+}
+
+fn invalid_key(db: &str) -> ApiError {
+    ApiError::internal("object key", format!("database name {db:?} cannot name objects"))
+}
+
+/// `GET /api/{db}/entity/{_id}/thumbnail/{size}`: of the first file of `photo`.
+pub async fn entity_thumbnail(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<(String, String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (db, id, size) = path.into_inner();
+    state.require_database(&db).await?;
+    if !is_valid_id(&id) {
+        return Err(ApiError::entity_not_found());
+    }
+    let size = thumbnail::parse_size(&size)?;
+    let entity = {
+        let mut conn = state.pool.get().await?;
+        values::live_entity(&mut conn, &db, &id, false)
+            .await?
+            .filter(|entity| can_read(entity.sharing(), &entity.lists(), caller.person_in(&db)))
+            .ok_or_else(ApiError::entity_not_found)?
+    };
+    let photo = entity
+        .doc
+        .get("photo")
+        .and_then(Json::as_array)
+        .and_then(|photos| photos.iter().find(|photo| photo.get("filename").is_some()))
+        .ok_or_else(|| ApiError::not_found("The entity has no photo"))?;
+    if photo
+        .get("filetype")
+        .and_then(Json::as_str)
+        .is_some_and(|filetype| filetype.to_ascii_lowercase().starts_with("image/svg"))
+    {
+        return Err(ThumbnailError::Unsupported.into());
+    }
+    let value_id = photo.get("_id").and_then(Json::as_str).unwrap_or_default();
+    let key = ObjectKey::file(&db, &id, value_id).ok_or_else(|| invalid_key(&db))?;
+    state.files.thumbnail_url(&key, size).await
+}
+
+/// `GET /api/{db}/property/{_id}/thumbnail/{size}`: of that file value.
+pub async fn property_thumbnail(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<(String, String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (db, id, size) = path.into_inner();
+    state.require_database(&db).await?;
+    if !is_valid_id(&id) {
+        return Err(ApiError::property_not_found());
+    }
+    let size = thumbnail::parse_size(&size)?;
+    let value = {
+        let mut conn = state.pool.get().await?;
+        let value = values::find_value(&mut conn, &db, &id)
+            .await?
+            .filter(|value| value.deleted_at.is_none())
+            .ok_or_else(ApiError::property_not_found)?;
+        values::live_entity(&mut conn, &db, &value.entity_id, false)
+            .await?
+            .filter(|entity| can_read(entity.sharing(), &entity.lists(), caller.person_in(&db)))
+            .ok_or_else(ApiError::property_not_found)?;
+        value
+    };
+    if value.filename.is_none() {
+        return Err(ThumbnailError::Unsupported.into());
+    }
+    let key = ObjectKey::file(&db, &value.entity_id, &value.id).ok_or_else(|| invalid_key(&db))?;
+    state.files.thumbnail_url(&key, size).await
+}
+
+/// The local backend and the signed request's key and query; 403 for
+/// anything a signature cannot vouch for.
+fn signed_request<'a>(
+    state: &'a AppState,
+    req: &HttpRequest,
+    key: &str,
+) -> Result<(&'a LocalStore, ObjectKey, Signed), ApiError> {
+    let local = state.files.local.as_deref().ok_or_else(super::not_found)?;
+    let key = ObjectKey::parse(key).ok_or_else(|| refused(Refusal::BadSignature))?;
+    let signed: Signed = serde_urlencoded::from_str(req.query_string()).map_err(|_| refused(Refusal::BadSignature))?;
+    Ok((local, key, signed))
+}
+
+fn refused(refusal: Refusal) -> ApiError {
+    let (code, message) = match refusal {
+        Refusal::Expired => ("request_expired", "Request has expired"),
+        Refusal::BadSignature => (
+            "signature_does_not_match",
+            "The request signature does not match the URL",
+        ),
+        Refusal::ContentType => ("signature_does_not_match", "Content-Type differs from the signed one"),
+        Refusal::ContentLength => ("signature_does_not_match", "Content-Length differs from the signed one"),
+    };
+    ApiError::new(StatusCode::FORBIDDEN, code, message)
+}
+
+/// `PUT /storage/{key}`: an upload to a URL the local backend signed.
+pub async fn storage_put(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    key: web::Path<String>,
+    body: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let (local, key, signed) = signed_request(&state, &req, &key)?;
+    let text = |name: header::HeaderName| req.headers().get(name).and_then(|value| value.to_str().ok());
+    let content_length = text(header::CONTENT_LENGTH).and_then(|length| length.parse::<u64>().ok());
+    local
+        .verify("PUT", &key, &signed, text(header::CONTENT_TYPE), content_length)
+        .map_err(refused)?;
+    local
+        .put_stream(&key, content_length.unwrap_or_default(), body)
+        .await
+        .map_err(|e| ApiError::bad_request("upload_failed", e.to_string()))?;
+    Ok(HttpResponse::Ok().finish())
+}
+
+/// `GET /storage/{key}`: a download from a URL the local backend signed.
+pub async fn storage_get(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    key: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let (local, key, signed) = signed_request(&state, &req, &key)?;
+    local.verify("GET", &key, &signed, None, None).map_err(refused)?;
+    let (file, size) = local
+        .open(&key)
+        .await?
+        .ok_or_else(|| ApiError::not_found("File not found in storage"))?;
+    let mut response = HttpResponse::Ok();
+    response.insert_header((
+        header::CONTENT_TYPE,
+        signed.content_type.as_deref().unwrap_or("application/octet-stream"),
+    ));
+    if let Some(disposition) = &signed.content_disposition {
+        response.insert_header((header::CONTENT_DISPOSITION, disposition.as_str()));
+    }
+    Ok(response
+        .no_chunking(size)
+        .streaming(tokio_util::io::ReaderStream::new(file)))
+}
