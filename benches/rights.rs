@@ -15,7 +15,10 @@ use serde_json::json;
 
 /// Children under the parent (`EDS_BENCH_CHILDREN` overrides it).
 fn children_count() -> usize {
-    std::env::var("EDS_BENCH_CHILDREN").ok().and_then(|n| n.parse().ok()).unwrap_or(10_000)
+    std::env::var("EDS_BENCH_CHILDREN")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000)
 }
 
 fn input(prop: &str, value: Value) -> ValueInput {
@@ -60,10 +63,7 @@ async fn main() {
             children.push(entity_id);
         }
     }
-    println!(
-        "created {count} children in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    println!("created {count} children in {:.1} s", started.elapsed().as_secs_f64());
 
     let mut grants = Vec::new();
     let mut revokes = Vec::new();

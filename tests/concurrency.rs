@@ -47,8 +47,19 @@ async fn serve(database_url: &str, data_dir: &std::path::Path) -> (Child, String
     panic!("eds serve exited before listening");
 }
 
-#[tokio::test]
-async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
+/// Two `eds serve` processes on one fresh database `demo`: their URLs, an
+/// owner token valid on both, and the id of the `entity` meta type.
+struct Pair {
+    database_url: String,
+    urls: [String; 2],
+    token: String,
+    entity_type: String,
+    http: reqwest::Client,
+    _servers: [Child; 2],
+    _data_dir: common::tempdir::Dir,
+}
+
+async fn pair() -> Pair {
     let database_url = common::fresh_database();
     let data_dir = common::tempdir::Dir::new();
     let created = eds(&database_url, &data_dir.0)
@@ -59,9 +70,8 @@ async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
     assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
     let created: Json = serde_json::from_slice(&created.stdout).unwrap();
     let key = created["api_key"].as_str().unwrap().to_owned();
-
-    let (_a, url_a) = serve(&database_url, &data_dir.0).await;
-    let (_b, url_b) = serve(&database_url, &data_dir.0).await;
+    let (a, url_a) = serve(&database_url, &data_dir.0).await;
+    let (b, url_b) = serve(&database_url, &data_dir.0).await;
     let http = reqwest::Client::new();
     let auth: Json = http
         .get(format!("{url_a}/api/auth?db=demo"))
@@ -86,6 +96,64 @@ async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
         .await
         .unwrap();
     let entity_type = entity_types["entities"][0]["_id"].as_str().unwrap().to_owned();
+    Pair {
+        database_url,
+        urls: [url_a, url_b],
+        token,
+        entity_type,
+        http,
+        _servers: [a, b],
+        _data_dir: data_dir,
+    }
+}
+
+#[tokio::test]
+async fn counter_writes_from_32_clients_over_two_processes_are_distinct_and_consecutive() {
+    let pair = pair().await;
+    let mut clients = Vec::new();
+    for client in 0..32 {
+        let (http, token, entity_type) = (pair.http.clone(), pair.token.clone(), pair.entity_type.clone());
+        let url = pair.urls[client % 2].clone();
+        clients.push(tokio::spawn(async move {
+            let mut numbers = Vec::new();
+            for _ in 0..12 + usize::from(client < 16) {
+                let response: Json = http
+                    .post(format!("{url}/api/demo/entity"))
+                    .bearer_auth(&token)
+                    .json(&json!([{"type": "_type", "reference": entity_type}, {"type": "ticket", "counter": true}]))
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                numbers.push(
+                    response["properties"][1]["number"]
+                        .as_i64()
+                        .unwrap_or_else(|| panic!("{response}")),
+                );
+            }
+            numbers
+        }));
+    }
+    let mut numbers = Vec::new();
+    for client in clients {
+        numbers.extend(client.await.unwrap());
+    }
+    assert_eq!(numbers.len(), 400);
+    numbers.sort_unstable();
+    assert_eq!(
+        numbers,
+        (1..=400).collect::<Vec<i64>>(),
+        "400 distinct consecutive numbers"
+    );
+}
+
+#[tokio::test]
+async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
+    let pair = pair().await;
+    let (http, token, entity_type, database_url) = (&pair.http, &pair.token, &pair.entity_type, &pair.database_url);
+    let [url_a, url_b] = &pair.urls;
     let created: Json = http
         .post(format!("{url_a}/api/demo/entity"))
         .bearer_auth(&token)
@@ -101,7 +169,7 @@ async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
     let mut clients = Vec::new();
     for client in 0..8 {
         let (http, token, entity) = (http.clone(), token.clone(), entity.clone());
-        let url = if client % 2 == 0 { url_a.clone() } else { url_b.clone() };
+        let url = pair.urls[client % 2].clone();
         clients.push(tokio::spawn(async move {
             let mut acknowledged = Vec::new();
             for round in 0..100 {
@@ -139,7 +207,7 @@ async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
     }
     assert!(!acknowledged.is_empty());
 
-    let pool = eds::db::pool(&database_url, 1, 5000).unwrap();
+    let pool = eds::db::pool(database_url, 1, 5000).unwrap();
     let mut conn = pool.get().await.unwrap();
     let rows: Vec<(String, Option<chrono::DateTime<chrono::Utc>>)> = dsl::property_values
         .filter(dsl::entity_id.eq(&entity))
