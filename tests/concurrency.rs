@@ -156,7 +156,7 @@ async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
     let [url_a, url_b] = &pair.urls;
     let created: Json = http
         .post(format!("{url_a}/api/demo/entity"))
-        .bearer_auth(&token)
+        .bearer_auth(token)
         .json(&json!([{"type": "_type", "reference": entity_type}, {"type": "name", "string": "counter"}]))
         .send()
         .await
@@ -230,7 +230,7 @@ async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
     // and the projection agrees with the live row
     let entity_json: Json = http
         .get(format!("{url_b}/api/demo/entity/{entity}"))
-        .bearer_auth(&token)
+        .bearer_auth(token)
         .send()
         .await
         .unwrap()
