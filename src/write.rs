@@ -31,10 +31,23 @@ pub struct WriteRequest {
 
 #[derive(Debug, Clone)]
 pub enum WriteOp {
-    CreateEntity { values: Vec<ValueInput> },
-    AddValues { entity_id: String, values: Vec<ValueInput> },
-    DeleteValue { value_id: String },
-    DeleteEntity { entity_id: String },
+    CreateEntity {
+        values: Vec<ValueInput>,
+    },
+    AddValues {
+        entity_id: String,
+        values: Vec<ValueInput>,
+    },
+    DeleteValue {
+        value_id: String,
+    },
+    DeleteEntity {
+        entity_id: String,
+    },
+    /// Re-computes an entity's formulas and those of entities depending on it.
+    Aggregate {
+        entity_id: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +58,10 @@ pub enum WriteOutcome {
         values: Vec<Json>,
     },
     Deleted,
+    /// Formulas re-computed; `queued` other entities were re-computed with it.
+    Aggregated {
+        queued: usize,
+    },
 }
 
 /// Applies one write in its own transaction.
@@ -68,6 +85,7 @@ pub async fn apply(pool: &Pool, request: WriteRequest) -> Result<WriteOutcome, A
                 WriteOp::DeleteEntity { entity_id } => {
                     delete_entity(conn, &request.db, &request.actor, now, &entity_id).await
                 }
+                WriteOp::Aggregate { entity_id } => aggregate(conn, &request.db, &request.actor, &entity_id).await,
             }
         }
         .scope_boxed()
@@ -316,6 +334,26 @@ async fn delete_entity(
     values::soft_delete_values(conn, db, &live, now, actor).await?;
     values::soft_delete_entity(conn, db, entity_id, now, actor).await?;
     Ok(WriteOutcome::Deleted)
+}
+
+async fn aggregate(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    actor: &str,
+    entity_id: &str,
+) -> Result<WriteOutcome, ApiError> {
+    let entity = values::live_entity(conn, db, entity_id, true)
+        .await?
+        .ok_or_else(ApiError::entity_not_found)?;
+    let lists = entity.lists();
+    if !can_read(entity.sharing(), &lists, Some(actor)) {
+        return Err(ApiError::entity_not_found());
+    }
+    if !has_right(&lists, actor, Right::Editor) {
+        return Err(ApiError::forbidden("Aggregating needs _editor"));
+    }
+    let queued = projection::project(conn, db, entity_id).await?;
+    Ok(WriteOutcome::Aggregated { queued })
 }
 
 async fn definitions(

@@ -8,6 +8,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::{Map, Value as Json};
 
+use crate::db::formulas;
 use crate::db::schema::{entities, property_values};
 use crate::db::values::{self, EntityRow, ValueRow};
 use crate::model::PROPERTY_TYPE;
@@ -162,7 +163,8 @@ fn append_words(index: &mut String, text: &str) {
 /// its effective rights change, referrers when its name changes (their search
 /// text holds it), and the entities of a type when one of its property
 /// definitions or its own sharing changes.
-pub async fn project(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryResult<()> {
+/// Answers how many other entities it re-projected.
+pub async fn project(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryResult<usize> {
     let mut pending = vec![id.to_owned()];
     let mut done = HashSet::new();
     while let Some(next) = pending.pop() {
@@ -173,6 +175,12 @@ pub async fn project(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryR
         if changes.rights {
             cascade_rights(conn, db, vec![next.clone()]).await?;
         }
+        pending.extend(
+            changes
+                .dependents
+                .into_iter()
+                .filter(|dependent| !done.contains(dependent)),
+        );
         if changes.name {
             let referrers: Vec<String> = property_values::table
                 .filter(property_values::db.eq(db))
@@ -196,7 +204,7 @@ pub async fn project(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryR
             pending.extend(members.into_iter().filter(|member| !done.contains(member)));
         }
     }
-    Ok(())
+    Ok(done.len() - 1)
 }
 
 /// An inheriting entity's id, parents and current effective lists.
@@ -321,6 +329,8 @@ async fn cascade_rights(conn: &mut AsyncPgConnection, db: &str, mut changed: Vec
 
 /// What changed in one re-projection that others depend on.
 struct Changes {
+    /// Entities whose formulas read this one.
+    dependents: Vec<String>,
     rights: bool,
     name: bool,
     types_to_reproject: Vec<String>,
@@ -331,7 +341,9 @@ async fn project_one(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryR
     let rows = values::live_values(conn, db, id).await?;
     let previous = values::live_entity(conn, db, id, false).await?;
     let context = context_for(conn, db, &rows).await?;
-    let projection = Projection::from_values(id, &rows, &context);
+    let mut projection = Projection::from_values(id, &rows, &context);
+    let computed = formulas::evaluate(conn, db, id, &rows, &context.definitions).await?;
+    formulas::apply(&mut projection.doc, computed);
     let lists = effective_rights(conn, db, &projection).await?;
     let array = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>();
     diesel::update(entities::table)
@@ -382,7 +394,19 @@ async fn project_one(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryR
         // a type's sharing caps its definitions' (a no-op for other entities)
         types_to_reproject.push(id.to_owned());
     }
+    let dependents = if doc_changed {
+        let mut near = projection.parent_ids.clone();
+        near.extend(
+            rows.iter()
+                .filter(|row| !row.prop.starts_with('_'))
+                .filter_map(|row| row.reference.clone()),
+        );
+        formulas::dependents(conn, db, id, near).await?
+    } else {
+        Vec::new()
+    };
     Ok(Changes {
+        dependents,
         rights: previous.as_ref().map(EntityRow::lists) != Some(lists),
         name: previous.is_some_and(|row| row.name != projection.name),
         types_to_reproject,

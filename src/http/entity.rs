@@ -167,10 +167,40 @@ pub async fn delete(
     Ok(HttpResponse::Ok().json(json!({"deleted": true})))
 }
 
+/// `GET /api/{db}/entity/{_id}/aggregate`: re-computes the entity's formulas
+/// now (after external changes) and those of its dependents → `{"_id","queued"}`.
+pub async fn aggregate(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, ApiError> {
+    let (db, entity_id) = path.into_inner();
+    let actor = caller.require_person(&db)?.to_owned();
+    state.require_database(&db).await?;
+    if !is_valid_id(&entity_id) {
+        return Err(ApiError::entity_not_found());
+    }
+    let outcome = state
+        .writers
+        .write(WriteRequest {
+            db,
+            actor,
+            op: WriteOp::Aggregate {
+                entity_id: entity_id.clone(),
+            },
+        })
+        .await?;
+    let queued = match outcome {
+        WriteOutcome::Aggregated { queued } => queued,
+        _ => 0,
+    };
+    Ok(HttpResponse::Ok().json(json!({"_id": entity_id, "queued": queued})))
+}
+
 fn written(outcome: WriteOutcome) -> Json {
     match outcome {
         WriteOutcome::Written { entity_id, values } => json!({"_id": entity_id, "properties": values}),
-        WriteOutcome::Deleted => Json::Object(Map::new()),
+        WriteOutcome::Deleted | WriteOutcome::Aggregated { .. } => Json::Object(Map::new()),
     }
 }
 

@@ -158,6 +158,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/api/{db}/entity/{id}", web::post().to(entity::add_values))
         .route("/api/{db}/entity/{id}", web::delete().to(entity::delete))
         .route("/api/{db}/entity/{id}/history", web::get().to(entity::history))
+        .route("/api/{db}/entity/{id}/aggregate", web::get().to(entity::aggregate))
         .route("/api/{db}/property/{id}", web::get().to(property::read))
         .route("/api/{db}/property/{id}", web::delete().to(property::delete))
         // Files: thumbnails, and the local storage backend's signed URLs.

@@ -15,6 +15,8 @@ pub struct PropertyDefinition {
     pub search: bool,
     /// The definition's own `_sharing`: the widest view its values appear in.
     pub sharing: Sharing,
+    /// Computes the values instead of storing them (see docs/formulas.md).
+    pub formula: Option<String>,
 }
 
 impl PropertyDefinition {
@@ -30,6 +32,11 @@ impl PropertyDefinition {
                 .and_then(|v| v.as_bool())
                 .unwrap_or(false),
             search: first("search", "boolean").and_then(|v| v.as_bool()).unwrap_or(false),
+            formula: first("formula", "string")
+                .as_ref()
+                .and_then(Json::as_str)
+                .filter(|text| !text.trim().is_empty())
+                .map(str::to_owned),
             sharing: first("_sharing", "string")
                 .as_ref()
                 .and_then(Json::as_str)
