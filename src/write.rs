@@ -309,13 +309,16 @@ async fn delete_value(
     Ok(WriteOutcome::Deleted)
 }
 
-async fn delete_entity(
+/// Locks a live entity for this transaction and checks that `actor` holds
+/// `needed` on it: 404 when the actor cannot see it, 403 without the right.
+async fn lock_with_right(
     conn: &mut AsyncPgConnection,
     db: &str,
     actor: &str,
-    now: DateTime<Utc>,
     entity_id: &str,
-) -> Result<WriteOutcome, ApiError> {
+    needed: Right,
+    refusal: &'static str,
+) -> Result<(), ApiError> {
     let entity = values::live_entity(conn, db, entity_id, true)
         .await?
         .ok_or_else(ApiError::entity_not_found)?;
@@ -323,9 +326,28 @@ async fn delete_entity(
     if !can_read(entity.sharing(), &lists, Some(actor)) {
         return Err(ApiError::entity_not_found());
     }
-    if !has_right(&lists, actor, Right::Owner) {
-        return Err(ApiError::forbidden("Only an _owner may delete an entity"));
+    if !has_right(&lists, actor, needed) {
+        return Err(ApiError::forbidden(refusal));
     }
+    Ok(())
+}
+
+async fn delete_entity(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+    entity_id: &str,
+) -> Result<WriteOutcome, ApiError> {
+    lock_with_right(
+        conn,
+        db,
+        actor,
+        entity_id,
+        Right::Owner,
+        "Only an _owner may delete an entity",
+    )
+    .await?;
     let live: Vec<String> = values::live_values(conn, db, entity_id)
         .await?
         .into_iter()
@@ -342,16 +364,7 @@ async fn aggregate(
     actor: &str,
     entity_id: &str,
 ) -> Result<WriteOutcome, ApiError> {
-    let entity = values::live_entity(conn, db, entity_id, true)
-        .await?
-        .ok_or_else(ApiError::entity_not_found)?;
-    let lists = entity.lists();
-    if !can_read(entity.sharing(), &lists, Some(actor)) {
-        return Err(ApiError::entity_not_found());
-    }
-    if !has_right(&lists, actor, Right::Editor) {
-        return Err(ApiError::forbidden("Aggregating needs _editor"));
-    }
+    lock_with_right(conn, db, actor, entity_id, Right::Editor, "Aggregating needs _editor").await?;
     let queued = projection::project(conn, db, entity_id).await?;
     Ok(WriteOutcome::Aggregated { queued })
 }

@@ -629,6 +629,20 @@ async fn unknown_database_entity_and_property_are_404() {
         let (status, body) = app.get(path, &owner).await;
         assert_eq!((status, body["status"].as_u64()), (404, Some(404)), "{path}");
     }
+    for (method, path) in [
+        ("POST", "/api/demo/entity/malformed"),
+        ("DELETE", "/api/demo/entity/000000000000000000000000"),
+        ("DELETE", "/api/demo/property/malformed"),
+    ] {
+        let (status, _) = app
+            .call(method, path, Some(&owner), Some(json!({"type": "a", "string": "b"})))
+            .await;
+        assert_eq!(status, 404, "{method} {path}");
+        let (status, _) = app
+            .call(method, path, None, Some(json!({"type": "a", "string": "b"})))
+            .await;
+        assert_eq!(status, 401, "{method} {path} without a token");
+    }
 }
 
 #[tokio::test]

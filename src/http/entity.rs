@@ -12,7 +12,7 @@ use crate::query::sql::{self, ListResult};
 use crate::query::{DEFAULT_LIMIT, ListQuery};
 use crate::rights::{ViewLevel, view_level};
 use crate::view;
-use crate::write::{WriteOp, WriteOutcome, WriteRequest};
+use crate::write::{WriteOp, WriteOutcome};
 
 /// `GET /api/{db}/entity`: `{"entities":[...],"count":N,"limit":L,"skip":S}`.
 pub async fn list(
@@ -103,17 +103,8 @@ pub async fn create(
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let db = db.into_inner();
-    let actor = caller.require_person(&db)?.to_owned();
-    state.require_database(&db).await?;
     let values = parse_body(&body)?;
-    let outcome = state
-        .writers
-        .write(WriteRequest {
-            db: db.clone(),
-            actor,
-            op: WriteOp::CreateEntity { values },
-        })
-        .await?;
+    let outcome = state.write_as(&caller, &db, WriteOp::CreateEntity { values }).await?;
     let outcome = state.files.with_uploads(&db, outcome).await?;
     Ok(HttpResponse::Created().json(written(outcome)))
 }
@@ -126,19 +117,9 @@ pub async fn add_values(
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let (db, entity_id) = path.into_inner();
-    let actor = caller.require_person(&db)?.to_owned();
-    state.require_database(&db).await?;
-    if !is_valid_id(&entity_id) {
-        return Err(ApiError::entity_not_found());
-    }
     let values = parse_body(&body)?;
     let outcome = state
-        .writers
-        .write(WriteRequest {
-            db: db.clone(),
-            actor,
-            op: WriteOp::AddValues { entity_id, values },
-        })
+        .write_as(&caller, &db, WriteOp::AddValues { entity_id, values })
         .await?;
     let outcome = state.files.with_uploads(&db, outcome).await?;
     Ok(HttpResponse::Ok().json(written(outcome)))
@@ -151,18 +132,8 @@ pub async fn delete(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, entity_id) = path.into_inner();
-    let actor = caller.require_person(&db)?.to_owned();
-    state.require_database(&db).await?;
-    if !is_valid_id(&entity_id) {
-        return Err(ApiError::entity_not_found());
-    }
     state
-        .writers
-        .write(WriteRequest {
-            db,
-            actor,
-            op: WriteOp::DeleteEntity { entity_id },
-        })
+        .write_as(&caller, &db, WriteOp::DeleteEntity { entity_id })
         .await?;
     Ok(HttpResponse::Ok().json(json!({"deleted": true})))
 }
@@ -175,21 +146,10 @@ pub async fn aggregate(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, entity_id) = path.into_inner();
-    let actor = caller.require_person(&db)?.to_owned();
-    state.require_database(&db).await?;
-    if !is_valid_id(&entity_id) {
-        return Err(ApiError::entity_not_found());
-    }
-    let outcome = state
-        .writers
-        .write(WriteRequest {
-            db,
-            actor,
-            op: WriteOp::Aggregate {
-                entity_id: entity_id.clone(),
-            },
-        })
-        .await?;
+    let op = WriteOp::Aggregate {
+        entity_id: entity_id.clone(),
+    };
+    let outcome = state.write_as(&caller, &db, op).await?;
     let queued = match outcome {
         WriteOutcome::Aggregated { queued } => queued,
         _ => 0,

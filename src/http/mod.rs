@@ -20,6 +20,7 @@ use crate::auth::clock::Clock;
 use crate::auth::jwt::{Claims, JwtKeys};
 use crate::db::{Pool, databases};
 use crate::usage::Usage;
+use crate::write::{WriteOp, WriteOutcome, WriteRequest};
 use error::ApiError;
 
 /// Shared state of every worker.
@@ -53,6 +54,21 @@ impl AppState {
             files,
             known_databases: DashSet::new(),
         }
+    }
+
+    /// Has database `db`'s writer apply `op` for the caller's person there:
+    /// 401 without a token, 403 with one for other databases, 404 for an
+    /// unknown database.
+    pub async fn write_as(&self, caller: &Caller, db: &str, op: WriteOp) -> Result<WriteOutcome, ApiError> {
+        let actor = caller.require_person(db)?.to_owned();
+        self.require_database(db).await?;
+        self.writers
+            .write(WriteRequest {
+                db: db.to_owned(),
+                actor,
+                op,
+            })
+            .await
     }
 
     /// 404 unless database `db` exists.

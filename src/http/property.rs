@@ -10,7 +10,7 @@ use crate::db::values;
 use crate::model::ids::is_valid_id;
 use crate::rights::view_level;
 use crate::view;
-use crate::write::{WriteOp, WriteRequest};
+use crate::write::WriteOp;
 
 #[derive(Debug, Deserialize)]
 pub struct ReadQuery {
@@ -64,18 +64,6 @@ pub async fn delete(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, value_id) = path.into_inner();
-    let actor = caller.require_person(&db)?.to_owned();
-    state.require_database(&db).await?;
-    if !is_valid_id(&value_id) {
-        return Err(ApiError::property_not_found());
-    }
-    state
-        .writers
-        .write(WriteRequest {
-            db,
-            actor,
-            op: WriteOp::DeleteValue { value_id },
-        })
-        .await?;
+    state.write_as(&caller, &db, WriteOp::DeleteValue { value_id }).await?;
     Ok(HttpResponse::Ok().json(json!({"deleted": true})))
 }
