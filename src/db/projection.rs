@@ -225,9 +225,17 @@ type HeirRow = (
 async fn cascade_rights(conn: &mut AsyncPgConnection, db: &str, mut changed: Vec<String>) -> QueryResult<()> {
     let mut visited: HashSet<String> = changed.iter().cloned().collect();
     while !changed.is_empty() {
+        // Children found through their `_parent` values (a btree probe per
+        // changed entity): a GIN overlap with thousands of keys is far slower.
+        let children = property_values::table
+            .filter(property_values::db.eq(db))
+            .filter(property_values::reference.eq_any(&changed))
+            .filter(property_values::prop.eq("_parent"))
+            .filter(property_values::deleted_at.is_null())
+            .select(property_values::entity_id);
         let heirs: Vec<HeirRow> = entities::table
             .filter(entities::db.eq(db))
-            .filter(entities::parent_ids.overlaps_with(&changed))
+            .filter(entities::id.eq_any(children))
             .filter(entities::inherit_rights.eq(true))
             .filter(entities::deleted_at.is_null())
             .select((
