@@ -1,4 +1,5 @@
-//! Two `eds serve` processes on one PostgreSQL: writes stay correct.
+//! Real `eds serve` processes: two on one PostgreSQL keep writes correct, and
+//! their logs never hold a secret.
 
 mod common;
 
@@ -29,6 +30,16 @@ fn eds(database_url: &str, data_dir: &std::path::Path) -> Command {
 
 /// Starts `eds serve` and answers it with its base URL, read from its log.
 async fn serve(database_url: &str, data_dir: &std::path::Path) -> (Child, String) {
+    let (child, url, _) = serve_logged(database_url, data_dir).await;
+    (child, url)
+}
+
+/// As [`serve`], keeping every log line.
+async fn serve_logged(
+    database_url: &str,
+    data_dir: &std::path::Path,
+) -> (Child, String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut child = eds(database_url, data_dir)
         .arg("serve")
         .stderr(Stdio::piped())
@@ -37,11 +48,17 @@ async fn serve(database_url: &str, data_dir: &std::path::Path) -> (Child, String
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     while let Some(line) = lines.next_line().await.unwrap() {
+        log.lock().unwrap().push(line.clone());
         if let Some(at) = line.find("listening on http://") {
             let url = line[at + "listening on ".len()..].trim().to_owned();
             // keep draining the log so the server never blocks on a full pipe
-            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-            return (child, url);
+            let kept = log.clone();
+            tokio::spawn(async move {
+                while let Ok(Some(line)) = lines.next_line().await {
+                    kept.lock().unwrap().push(line);
+                }
+            });
+            return (child, url, log);
         }
     }
     panic!("eds serve exited before listening");
@@ -239,4 +256,64 @@ async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
         .unwrap();
     assert_eq!(entity_json["entity"]["name"][0]["_id"], live[0].as_str());
     assert_eq!(entity_json["entity"]["name"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn server_logs_never_contain_keys_or_tokens() {
+    let database_url = common::fresh_database();
+    let data_dir = common::tempdir::Dir::new();
+    let created = eds(&database_url, &data_dir.0)
+        .args(["db", "create", "demo", "--email", "logs@example.com"])
+        .output()
+        .await
+        .unwrap();
+    let created: Json = serde_json::from_slice(&created.stdout).unwrap();
+    let key = created["api_key"].as_str().unwrap().to_owned();
+    let person = created["person"].as_str().unwrap().to_owned();
+    let (_server, url, log) = serve_logged(&database_url, &data_dir.0).await;
+    let http = reqwest::Client::new();
+    let auth: Json = http
+        .get(format!("{url}/api/auth?db=demo"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = auth["token"].as_str().unwrap().to_owned();
+    let added: Json = http
+        .post(format!("{url}/api/demo/entity/{person}"))
+        .bearer_auth(&token)
+        .json(&json!({"type": "service_api_key", "string": "generate"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let second_key = added["properties"][0]["string"].as_str().unwrap().to_owned();
+    for path in [
+        "/api/demo/entity",
+        "/api/auth/refresh",
+        "/api/demo",
+        "/api/demo/entity/000000000000000000000000",
+    ] {
+        http.get(format!("{url}{path}"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+    }
+    http.get(format!("{url}/api/demo/entity"))
+        .bearer_auth("bad.token.here")
+        .send()
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let log = log.lock().unwrap().join("\n");
+    assert!(log.contains("/api/demo/entity"), "requests are logged: {log}");
+    for secret in [&key, &second_key, &token, &common::JWT_SECRET.to_owned()] {
+        assert!(!log.contains(secret.as_str()), "a secret reached the log");
+    }
 }
