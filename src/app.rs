@@ -129,7 +129,12 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
                     service.call(req)
                 }
             })
-            .wrap(Logger::new("%a \"%r\" %s %b %Dms"))
+            // The path without its query string: signed storage URLs carry their
+            // signature there, and the log must hold no credential.
+            .wrap(
+                Logger::new("%a %{method}xi %U %s %b %Dms")
+                    .custom_request_replace("method", |req| req.method().to_string()),
+            )
             .configure(http::routes)
             .default_service(web::to(|| async {
                 Err::<actix_web::HttpResponse, _>(http::not_found())
