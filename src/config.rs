@@ -135,8 +135,6 @@ impl Settings {
             config::Environment::with_prefix("EDS")
                 .prefix_separator("__")
                 .separator("__")
-                .list_separator(",")
-                .with_list_parse_key("http.trusted_proxies")
                 .try_parsing(true),
         );
         if let Ok(url) = std::env::var("DATABASE_URL") {

@@ -99,12 +99,15 @@ pub fn property_json(row: &ValueRow) -> Json {
 /// and `property_type` (the property name) to every reference value of the
 /// given entity documents.
 pub async fn resolve_references(conn: &mut AsyncPgConnection, db: &str, docs: &mut [Json]) -> QueryResult<()> {
-    let mut targets = BTreeSet::new();
-    for doc in docs.iter() {
-        for_each_reference(doc, |_, target| {
-            targets.insert(target.to_owned());
-        });
-    }
+    let targets: BTreeSet<String> = docs
+        .iter()
+        .filter_map(Json::as_object)
+        .flat_map(|properties| properties.values())
+        .filter_map(Json::as_array)
+        .flatten()
+        .filter_map(|value| value.get("reference").and_then(Json::as_str))
+        .map(str::to_owned)
+        .collect();
     if targets.is_empty() {
         return Ok(());
     }
@@ -138,15 +141,4 @@ pub async fn resolve_references(conn: &mut AsyncPgConnection, db: &str, docs: &m
         }
     }
     Ok(())
-}
-
-fn for_each_reference(doc: &Json, mut visit: impl FnMut(&str, &str)) {
-    let Some(properties) = doc.as_object() else { return };
-    for (prop, list) in properties {
-        for item in list.as_array().into_iter().flatten() {
-            if let Some(target) = item.get("reference").and_then(Json::as_str) {
-                visit(prop, target);
-            }
-        }
-    }
 }
