@@ -4,10 +4,14 @@
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::Path;
 
+use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::Service;
+use actix_web::dev::ServiceRequest;
 use actix_web::dev::{Server, ServiceResponse};
-use actix_web::http::header;
+use actix_web::http::Method;
+use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::{ErrorHandlerResponse, ErrorHandlers, Logger};
+use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpServer, web};
 use rand::RngCore;
 
@@ -135,6 +139,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
                 Logger::new("%a %{method}xi %U %s %b %Dms")
                     .custom_request_replace("method", |req| req.method().to_string()),
             )
+            .wrap(from_fn(cors))
             .configure(http::routes)
             .default_service(web::to(|| async {
                 Err::<actix_web::HttpResponse, _>(http::not_found())
@@ -146,6 +151,33 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
     }
     actix_web::rt::spawn(flush_request_counts(flushed));
     Ok(server.run())
+}
+
+/// CORS as the original serves it: any origin, credentials travel in the
+/// `Authorization` header (never cookies), preflights answered with 204.
+async fn cors(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> actix_web::Result<ServiceResponse<EitherBody<impl MessageBody>>> {
+    if req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD) {
+        let mut preflight = actix_web::HttpResponse::NoContent();
+        preflight
+            .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"))
+            .insert_header((header::ACCESS_CONTROL_ALLOW_METHODS, "GET, POST, PUT, DELETE, OPTIONS"))
+            .insert_header((header::ACCESS_CONTROL_MAX_AGE, "86400"));
+        if let Some(asked) = req.headers().get(header::ACCESS_CONTROL_REQUEST_HEADERS) {
+            preflight.insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, asked.clone()));
+        }
+        return Ok(req.into_response(preflight.finish()).map_into_right_body());
+    }
+    let mut response = next.call(req).await?;
+    let headers = response.headers_mut();
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
+    headers.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("Retry-After"),
+    );
+    Ok(response.map_into_left_body())
 }
 
 /// Writes the request counts to PostgreSQL every few seconds.

@@ -873,3 +873,42 @@ async fn counters_follow_the_largest_number_of_the_property_across_types() {
         .await;
     assert_eq!(body["properties"][1]["string"], "INV-53");
 }
+
+#[tokio::test]
+async fn cors_allows_any_origin_and_answers_preflight_with_204() {
+    let app = TestApp::start().await;
+    let preflight = app
+        .http
+        .request(reqwest::Method::OPTIONS, format!("{}/api/demo/entity", app.url))
+        .header("Origin", "https://app.example")
+        .header("Access-Control-Request-Method", "POST")
+        .header("Access-Control-Request-Headers", "authorization, content-type")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 204);
+    let headers = preflight.headers();
+    assert_eq!(headers["access-control-allow-origin"], "*");
+    assert!(
+        headers["access-control-allow-methods"]
+            .to_str()
+            .unwrap()
+            .contains("POST")
+    );
+    assert_eq!(headers["access-control-allow-headers"], "authorization, content-type");
+    for token in [None, Some("bad")] {
+        let mut request = app
+            .http
+            .get(format!("{}/api/demo/entity", app.url))
+            .header("Origin", "https://app.example");
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(
+            response.headers()["access-control-allow-origin"],
+            "*",
+            "errors carry it too"
+        );
+    }
+}
