@@ -261,3 +261,23 @@ async fn a_plain_key_appears_only_in_its_creation_response() {
         assert_eq!(body["count"], 0, "{filter}");
     }
 }
+
+#[tokio::test]
+async fn login_fields_cannot_be_written_through_the_api_and_nothing_is_written() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    for body in [
+        json!([{"type": "note", "string": "kept?"}, {"type": "service_user", "string": "me@example.com", "provider": "google", "uid": "123"}]),
+        json!({"type": "service_user", "string": "me@example.com"}),
+    ] {
+        let (status, error) = app
+            .post(&format!("/api/demo/entity/{}", app.person), &owner, body)
+            .await;
+        assert_eq!(status, 400, "{error}");
+    }
+    let (_, me) = app.get(&format!("/api/demo/entity/{}", app.person), &owner).await;
+    assert!(
+        me["entity"].get("service_user").is_none() && me["entity"].get("note").is_none(),
+        "{me}"
+    );
+}

@@ -9,7 +9,7 @@ use diesel_async::AsyncPgConnection;
 use serde_json::{Map, Value as Json, json};
 
 use crate::db::values::{self, EntityRow, ValueRow};
-use crate::model::API_KEY_PROPERTY;
+use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
 use crate::rights::ViewLevel;
 
 pub mod history;
@@ -64,6 +64,14 @@ pub fn stored_value_json(row: &ValueRow) -> Map<String, Json> {
     value.insert("_id".into(), Json::String(row.id.clone()));
     if row.prop == API_KEY_PROPERTY {
         value.insert("string".into(), Json::String("***".into()));
+        return value;
+    }
+    if row.prop == LOGIN_PROPERTY {
+        // A login method shows only its e-mail or device name; the login
+        // fields the service matches at sign-in never leave it.
+        if let Some(shown) = &row.string {
+            value.insert("string".into(), Json::String(shown.clone()));
+        }
         return value;
     }
     let mut put = |field: &str, json: Option<Json>| {
