@@ -10,10 +10,11 @@ use actix_web::dev::ServiceRequest;
 use actix_web::dev::{Server, ServiceResponse};
 use actix_web::http::Method;
 use actix_web::http::header::{self, HeaderValue};
-use actix_web::middleware::{ErrorHandlerResponse, ErrorHandlers, Logger};
+use actix_web::middleware::{ErrorHandlerResponse, ErrorHandlers};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpServer, web};
 use rand::RngCore;
+use tracing::Instrument;
 
 use crate::actors::db_writer::Writers;
 use crate::auth::jwt::JwtKeys;
@@ -133,13 +134,8 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
                     service.call(req)
                 }
             })
-            // The path without its query string: signed storage URLs carry their
-            // signature there, and the log must hold no credential.
-            .wrap(
-                Logger::new("%a %{method}xi %U %s %b %Dms")
-                    .custom_request_replace("method", |req| req.method().to_string()),
-            )
             .wrap(from_fn(cors))
+            .wrap(from_fn(request_log))
             .configure(http::routes)
             .default_service(web::to(|| async {
                 Err::<actix_web::HttpResponse, _>(http::not_found())
@@ -152,6 +148,44 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
     actix_web::rt::spawn(flush_request_counts(flushed));
     Ok(server.run())
 }
+
+/// Gives every request an id (its `X-Request-Id`, or a new one), echoed in the
+/// response and carried by every log line written while serving it, and logs
+/// the request once done. The path is logged without its query string:
+/// signed storage URLs carry their signature there, and logs hold no credential.
+async fn request_log(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> actix_web::Result<ServiceResponse<impl MessageBody>> {
+    let given = req
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|value| value.to_str().ok())
+        .filter(|id| !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic()))
+        .map(str::to_owned);
+    let id = given.unwrap_or_else(crate::model::ids::new_id);
+    let span = tracing::info_span!("request", id = %id);
+    let (method, path) = (req.method().clone(), req.path().to_owned());
+    let started = std::time::Instant::now();
+    let mut response = next.call(req).instrument(span.clone()).await?;
+    span.in_scope(|| {
+        tracing::info!(
+            %method,
+            %path,
+            status = response.status().as_u16(),
+            ms = started.elapsed().as_secs_f64() * 1000.0,
+            "served"
+        )
+    });
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response
+            .headers_mut()
+            .insert(header::HeaderName::from_static(REQUEST_ID), value);
+    }
+    Ok(response)
+}
+
+const REQUEST_ID: &str = "x-request-id";
 
 /// CORS as the original serves it: any origin, credentials travel in the
 /// `Authorization` header (never cookies), preflights answered with 204.
@@ -175,7 +209,7 @@ async fn cors(
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     headers.insert(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("Retry-After"),
+        HeaderValue::from_static("Retry-After, X-Request-Id"),
     );
     Ok(response.map_into_left_body())
 }

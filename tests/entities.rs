@@ -912,3 +912,24 @@ async fn cors_allows_any_origin_and_answers_preflight_with_204() {
         );
     }
 }
+
+#[tokio::test]
+async fn every_response_carries_a_request_id_given_or_generated() {
+    let app = TestApp::start().await;
+    let given = app
+        .http
+        .get(format!("{}/health", app.url))
+        .header("X-Request-Id", "trace-42")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(given.headers()["x-request-id"], "trace-42");
+    let generated = app
+        .http
+        .get(format!("{}/api/nodb/entity", app.url))
+        .send()
+        .await
+        .unwrap();
+    let id = generated.headers()["x-request-id"].to_str().unwrap().to_owned();
+    assert!(eds::model::ids::is_valid_id(&id), "{id}");
+}

@@ -310,9 +310,15 @@ async fn server_logs_never_contain_keys_or_tokens() {
         .send()
         .await
         .unwrap();
+    http.get(format!("{url}/api/demo/entity"))
+        .header("X-Request-Id", "trace-7")
+        .send()
+        .await
+        .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let log = log.lock().unwrap().join("\n");
     assert!(log.contains("/api/demo/entity"), "requests are logged: {log}");
+    assert!(log.contains("trace-7"), "log lines carry the request id: {log}");
     for secret in [&key, &second_key, &token, &common::JWT_SECRET.to_owned()] {
         assert!(!log.contains(secret.as_str()), "a secret reached the log");
     }
