@@ -34,6 +34,8 @@ async fn root_names_the_service_and_health_answers() {
     assert!(body["version"].is_string());
     let (status, body) = app.call("GET", "/health", None, None).await;
     assert_eq!((status, body["status"].as_str()), (200, Some("ok")));
+    let (status, body) = app.call("GET", "/ready", None, None).await;
+    assert_eq!((status, body), (200, json!({"database": true, "storage": true})));
 }
 
 #[tokio::test]
@@ -932,4 +934,23 @@ async fn every_response_carries_a_request_id_given_or_generated() {
         .unwrap();
     let id = generated.headers()["x-request-id"].to_str().unwrap().to_owned();
     assert!(eds::model::ids::is_valid_id(&id), "{id}");
+}
+
+#[tokio::test]
+async fn ready_is_503_when_object_storage_is_unreachable() {
+    let app = TestApp::start_with(
+        common::Storage::Local,
+        &[
+            ("storage.backend", "s3".to_owned()),
+            ("storage.s3.endpoint", "http://127.0.0.1:9".to_owned()),
+            ("storage.s3.bucket", "missing".to_owned()),
+            ("storage.s3.access_key", "key".to_owned()),
+            ("storage.s3.secret_key", "secret".to_owned()),
+            ("storage.s3.timeout_ms", "500".to_owned()),
+        ],
+    )
+    .await;
+    let (status, body) = app.call("GET", "/ready", None, None).await;
+    assert_eq!((status, body), (503, json!({"database": true, "storage": false})));
+    assert_eq!(app.call("GET", "/health", None, None).await.0, 200);
 }

@@ -165,6 +165,7 @@ pub fn client_ip(req: &HttpRequest, trusted_proxies: &[IpAddr]) -> String {
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(health::about))
         .route("/health", web::get().to(health::health))
+        .route("/ready", web::get().to(health::ready))
         .route("/api/auth", web::get().to(auth::authenticate))
         .route("/api/auth/refresh", web::get().to(auth::refresh))
         .route("/api/{db}", web::get().to(usage::read))
