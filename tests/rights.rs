@@ -192,6 +192,16 @@ async fn domain_entities_are_readable_by_every_person_and_show_the_domain_view()
     // `title`'s definition is private: the domain view shows only system sharing properties
     assert!(body["entity"].get("title").is_none(), "{body}");
     assert!(body["entity"].get("_type").is_some() && body["entity"].get("_sharing").is_some());
+    // the same view governs a single value: a hidden property reads as missing
+    let (_, full) = w.app.get(&format!("/api/demo/entity/{id}"), &w.owner).await;
+    let title = full["entity"]["title"][0]["_id"].as_str().unwrap().to_owned();
+    assert_eq!(w.pat("GET", &format!("/api/demo/property/{title}"), None).await.0, 404);
+    assert_eq!(
+        w.pat("GET", &format!("/api/demo/property/{title}/thumbnail/50"), None)
+            .await
+            .0,
+        404
+    );
     assert_eq!(
         w.app.call("GET", &format!("/api/demo/entity/{id}"), None, None).await.0,
         404

@@ -1,6 +1,7 @@
 //! `/api/{db}/entity`: list, create, read, add values, delete.
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use diesel_async::AsyncPgConnection;
 use serde_json::{Map, Value as Json, json};
 
 use super::error::ApiError;
@@ -80,19 +81,29 @@ pub async fn read(
 ) -> Result<HttpResponse, ApiError> {
     let (db, id) = path.into_inner();
     state.require_database(&db).await?;
-    if !is_valid_id(&id) {
-        return Err(ApiError::entity_not_found());
-    }
     let mut conn = state.pool.get().await?;
-    let entity = values::live_entity(&mut conn, &db, &id, false)
-        .await?
-        .ok_or_else(ApiError::entity_not_found)?;
-    let level =
-        view_level(entity.sharing(), &entity.lists(), caller.person_in(&db)).ok_or_else(ApiError::entity_not_found)?;
-    let mut docs = [view::visible_doc(entity, level)];
+    let mut docs = [visible_entity(&mut conn, &db, &id, caller.person_in(&db)).await?];
     view::resolve_references(&mut conn, &db, &mut docs).await?;
     let [doc] = docs;
     Ok(HttpResponse::Ok().json(json!({ "entity": doc })))
+}
+
+/// A live entity's document as the caller's view shows it; 404 for anything
+/// else (missing, deleted, or not visible to the caller alike).
+pub async fn visible_entity(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    id: &str,
+    person: Option<&str>,
+) -> Result<Json, ApiError> {
+    if !is_valid_id(id) {
+        return Err(ApiError::entity_not_found());
+    }
+    let entity = values::live_entity(conn, db, id, false)
+        .await?
+        .ok_or_else(ApiError::entity_not_found)?;
+    let level = view_level(entity.sharing(), &entity.lists(), person).ok_or_else(ApiError::entity_not_found)?;
+    Ok(view::visible_doc(entity, level))
 }
 
 /// `POST /api/{db}/entity`: creates an entity → 201 `{"_id","properties"}`.

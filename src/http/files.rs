@@ -11,12 +11,10 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value as Json, json};
 
 use super::error::ApiError;
-use super::{AppState, Caller};
+use super::{AppState, Caller, entity, property};
 use crate::actors::thumbnailer::{Thumbnailer, ThumbnailerConfig};
 use crate::config::Settings;
-use crate::db::values::{self, ValueRow};
-use crate::model::ids::is_valid_id;
-use crate::rights::can_read;
+use crate::db::values::ValueRow;
 use crate::storage::local::{LocalStore, Refusal, Signed};
 use crate::storage::{self, Download, ObjectKey, ObjectStore, Upload, content_disposition};
 use crate::thumbnail::{self, ThumbnailError};
@@ -126,19 +124,12 @@ pub async fn entity_thumbnail(
 ) -> Result<HttpResponse, ApiError> {
     let (db, id, size) = path.into_inner();
     state.require_database(&db).await?;
-    if !is_valid_id(&id) {
-        return Err(ApiError::entity_not_found());
-    }
     let size = thumbnail::parse_size(&size)?;
     let entity = {
         let mut conn = state.pool.get().await?;
-        values::live_entity(&mut conn, &db, &id, false)
-            .await?
-            .filter(|entity| can_read(entity.sharing(), &entity.lists(), caller.person_in(&db)))
-            .ok_or_else(ApiError::entity_not_found)?
+        entity::visible_entity(&mut conn, &db, &id, caller.person_in(&db)).await?
     };
     let photo = entity
-        .doc
         .get("photo")
         .and_then(Json::as_array)
         .and_then(|photos| photos.iter().find(|photo| photo.get("filename").is_some()))
@@ -163,21 +154,10 @@ pub async fn property_thumbnail(
 ) -> Result<HttpResponse, ApiError> {
     let (db, id, size) = path.into_inner();
     state.require_database(&db).await?;
-    if !is_valid_id(&id) {
-        return Err(ApiError::property_not_found());
-    }
     let size = thumbnail::parse_size(&size)?;
     let value = {
         let mut conn = state.pool.get().await?;
-        let value = values::find_value(&mut conn, &db, &id)
-            .await?
-            .filter(|value| value.deleted_at.is_none())
-            .ok_or_else(ApiError::property_not_found)?;
-        values::live_entity(&mut conn, &db, &value.entity_id, false)
-            .await?
-            .filter(|entity| can_read(entity.sharing(), &entity.lists(), caller.person_in(&db)))
-            .ok_or_else(ApiError::property_not_found)?;
-        value
+        property::visible_value(&mut conn, &db, &id, caller.person_in(&db)).await?
     };
     if value.filename.is_none() {
         return Err(ThumbnailError::Unsupported.into());

@@ -6,7 +6,9 @@ use serde_json::{Value as Json, json};
 
 use super::error::ApiError;
 use super::{AppState, Caller};
-use crate::db::values;
+use diesel_async::AsyncPgConnection;
+
+use crate::db::values::{self, ValueRow};
 use crate::model::ids::is_valid_id;
 use crate::rights::view_level;
 use crate::view;
@@ -27,22 +29,8 @@ pub async fn read(
 ) -> Result<HttpResponse, ApiError> {
     let (db, id) = path.into_inner();
     state.require_database(&db).await?;
-    if !is_valid_id(&id) {
-        return Err(ApiError::property_not_found());
-    }
     let mut conn = state.pool.get().await?;
-    let value = values::find_value(&mut conn, &db, &id)
-        .await?
-        .filter(|value| value.deleted_at.is_none())
-        .ok_or_else(ApiError::property_not_found)?;
-    let entity = values::live_entity(&mut conn, &db, &value.entity_id, false)
-        .await?
-        .ok_or_else(ApiError::property_not_found)?;
-    let shown = view_level(entity.sharing(), &entity.lists(), caller.person_in(&db))
-        .is_some_and(|level| view::shows(&entity, level, &value.prop));
-    if !shown {
-        return Err(ApiError::property_not_found());
-    }
+    let value = visible_value(&mut conn, &db, &id, caller.person_in(&db)).await?;
     // References resolve inside an entity document; wrap the value in one.
     let mut docs = [json!({ value.prop.clone(): [view::property_json(&value)] })];
     view::resolve_references(&mut conn, &db, &mut docs).await?;
@@ -55,6 +43,33 @@ pub async fn read(
         resolved["url"] = Json::String(url);
     }
     Ok(HttpResponse::Ok().json(resolved))
+}
+
+/// A live value that the caller's view of its entity shows; 404 for anything
+/// else (missing, deleted, or not visible to the caller alike).
+pub async fn visible_value(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    id: &str,
+    person: Option<&str>,
+) -> Result<ValueRow, ApiError> {
+    if !is_valid_id(id) {
+        return Err(ApiError::property_not_found());
+    }
+    let value = values::find_value(conn, db, id)
+        .await?
+        .filter(|value| value.deleted_at.is_none())
+        .ok_or_else(ApiError::property_not_found)?;
+    let entity = values::live_entity(conn, db, &value.entity_id, false)
+        .await?
+        .ok_or_else(ApiError::property_not_found)?;
+    let shown = view_level(entity.sharing(), &entity.lists(), person)
+        .is_some_and(|level| view::shows(&entity, level, &value.prop));
+    if shown {
+        Ok(value)
+    } else {
+        Err(ApiError::property_not_found())
+    }
 }
 
 /// `DELETE /api/{db}/property/{_id}`: soft-deletes the value → `{"deleted":true}`.
