@@ -214,6 +214,23 @@ async fn domain_entities_are_readable_by_every_person_and_show_the_domain_view()
 }
 
 #[tokio::test]
+async fn sharing_is_public_domain_or_private_and_nothing_else() {
+    let w = world().await;
+    let id = w.entity("doc", None).await;
+    let (status, body) = w
+        .app
+        .post(
+            &format!("/api/demo/entity/{id}"),
+            &w.owner,
+            json!({"type": "_sharing", "string": "everyone"}),
+        )
+        .await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_sharing")));
+    let (_, entity) = w.app.get(&format!("/api/demo/entity/{id}"), &w.owner).await;
+    assert!(entity["entity"].get("_sharing").is_none());
+}
+
+#[tokio::test]
 async fn anonymous_callers_see_only_public_entities() {
     let w = world().await;
     let public = w

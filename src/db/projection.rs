@@ -23,6 +23,8 @@ pub struct ProjectionContext {
     pub definitions: HashMap<String, PropertyDefinition>,
     /// The entity type's own `_sharing`: it caps every definition's.
     pub type_sharing: Option<Sharing>,
+    /// The entity type's name (`property` marks a definition).
+    pub type_name: Option<String>,
     /// Names of referenced entities, for searchable references.
     pub names: HashMap<String, String>,
 }
@@ -384,14 +386,8 @@ async fn project_one(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryR
         .execute(conn)
         .await?;
     let mut types_to_reproject = Vec::new();
-    let kind = match &projection.type_id {
-        Some(type_id) => values::names_and_types(conn, db, std::slice::from_ref(type_id))
-            .await?
-            .pop(),
-        None => None,
-    };
     let doc_changed = previous.as_ref().is_none_or(|row| row.doc != projection.doc);
-    if doc_changed && kind.as_ref().and_then(|k| k.1.as_deref()) == Some(PROPERTY_TYPE) {
+    if doc_changed && context.type_name.as_deref() == Some(PROPERTY_TYPE) {
         // a definition: its types' entities show and index values by it
         let mut parents = projection.parent_ids.clone();
         if let Some(row) = &previous {
@@ -435,9 +431,9 @@ pub async fn context_for(conn: &mut AsyncPgConnection, db: &str, rows: &[ValueRo
         .into_iter()
         .filter_map(|(name, doc)| Some((name?, PropertyDefinition::from_doc(&doc))))
         .collect();
-    let type_sharing = values::live_entity(conn, db, &type_id, false)
-        .await?
-        .map(|row| row.sharing());
+    let kind = values::live_entity(conn, db, &type_id, false).await?;
+    let type_sharing = kind.as_ref().map(EntityRow::sharing);
+    let type_name = kind.and_then(|row| row.name);
     let searchable_targets: Vec<String> = rows
         .iter()
         .filter(|row| definitions.get(&row.prop).is_some_and(|d| d.search))
@@ -455,6 +451,7 @@ pub async fn context_for(conn: &mut AsyncPgConnection, db: &str, rows: &[ValueRo
     Ok(ProjectionContext {
         definitions,
         type_sharing,
+        type_name,
         names,
     })
 }
