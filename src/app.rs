@@ -16,7 +16,7 @@ use actix_web::{App, HttpServer, web};
 use rand::RngCore;
 use tracing::Instrument;
 
-use crate::actors::db_writer::Writers;
+use crate::actors::db_writer::{WriterLimits, Writers};
 use crate::auth::jwt::JwtKeys;
 use crate::config::Settings;
 use crate::db::{self, Pool, local_cluster::LocalCluster};
@@ -100,7 +100,13 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
                 .map_err(|_| format!("http.trusted_proxies: {proxy:?} is not an IP address"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let writers = Writers::new(pool.clone(), settings.actors.writer_mailbox);
+    let writers = Writers::new(
+        pool.clone(),
+        WriterLimits {
+            waiting: settings.actors.writer_mailbox.max(1),
+            batch: settings.actors.writer_batch.max(1),
+        },
+    );
     let files = Files::from_settings(settings, &secret)?;
     Ok(web::Data::new(AppState::new(
         pool,

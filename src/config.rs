@@ -50,6 +50,7 @@ pub struct AuthSettings {
 #[derive(Debug, Clone, Deserialize)]
 pub struct ActorSettings {
     pub writer_mailbox: usize,
+    pub writer_batch: usize,
     pub thumbnail_workers: usize,
     pub thumbnail_queue: usize,
 }

@@ -2,7 +2,8 @@
 //! transaction. The per-database writer actor runs these in order; the entity
 //! row lock taken first keeps them correct across processes too.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use diesel_async::scoped_futures::ScopedFutureExt;
@@ -10,14 +11,15 @@ use diesel_async::{AsyncConnection, AsyncPgConnection};
 use serde_json::Value as Json;
 
 use crate::auth::api_key::{self, GeneratedKey};
+use crate::db::Pool;
+use crate::db::projection::{self, TypeCache, TypeInfo};
 use crate::db::values::{self, NewValue, ValueRow};
-use crate::db::{Pool, projection};
 use crate::http::error::ApiError;
 use crate::model::counter;
-use crate::model::definition::{PropertyDefinition, SystemProperty, is_billing_property};
+use crate::model::definition::{SystemProperty, is_billing_property};
 use crate::model::ids::new_id;
 use crate::model::value::{Value, ValueInput};
-use crate::model::{API_KEY_PROPERTY, ENTITY_TYPE, LOGIN_PROPERTY};
+use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
 use crate::rights::{Right, RightsLists, Sharing, can_read, has_right};
 use crate::view;
 
@@ -66,31 +68,95 @@ pub enum WriteOutcome {
 
 /// Applies one write in its own transaction.
 pub async fn apply(pool: &Pool, request: WriteRequest) -> Result<WriteOutcome, ApiError> {
-    let keys = generate_keys(&request).await?;
-    let mut conn = pool.get().await?;
-    conn.transaction(|conn| {
-        async move {
-            require_person(conn, &request.db, &request.actor).await?;
-            let now = Utc::now();
-            match request.op {
-                WriteOp::CreateEntity { values } => {
-                    create_entity(conn, &request.db, &request.actor, now, values, keys).await
+    apply_batch(pool, vec![request])
+        .await
+        .pop()
+        .unwrap_or_else(|| Err(ApiError::internal("write", "no outcome")))
+}
+
+/// Applies writes in order in one transaction (group commit: one commit, and
+/// one wait for the disk, for the whole batch). Each write runs in its own
+/// savepoint, so a refused write leaves no trace and does not disturb the
+/// others. Answers one outcome per request, in order.
+pub async fn apply_batch(pool: &Pool, requests: Vec<WriteRequest>) -> Vec<Result<WriteOutcome, ApiError>> {
+    let count = requests.len();
+    let mut prepared = Vec::with_capacity(count);
+    for request in requests {
+        let keys = generate_keys(&request).await;
+        prepared.push(keys.map(|keys| (request, keys)));
+    }
+    let mut conn = match pool.get().await {
+        Ok(conn) => conn,
+        Err(error) => return vec![Err(error.into()); count],
+    };
+    let committed = conn
+        .transaction(|conn| {
+            async move {
+                let mut learned = Learned::default();
+                let mut outcomes = Vec::with_capacity(prepared.len());
+                for item in prepared {
+                    let outcome = match item {
+                        Ok((request, keys)) => {
+                            let learned = &mut learned;
+                            conn.transaction(|conn| apply_one(conn, learned, request, keys).scope_boxed())
+                                .await
+                        }
+                        Err(error) => Err(error),
+                    };
+                    if outcome.is_err() {
+                        // what it learned may have been rolled back with it
+                        learned = Learned::default();
+                    }
+                    outcomes.push(outcome);
                 }
-                WriteOp::AddValues { entity_id, values } => {
-                    add_values(conn, &request.db, &request.actor, now, &entity_id, values, keys).await
-                }
-                WriteOp::DeleteValue { value_id } => {
-                    delete_value(conn, &request.db, &request.actor, now, &value_id).await
-                }
-                WriteOp::DeleteEntity { entity_id } => {
-                    delete_entity(conn, &request.db, &request.actor, now, &entity_id).await
-                }
-                WriteOp::Aggregate { entity_id } => aggregate(conn, &request.db, &request.actor, &entity_id).await,
+                Ok::<_, ApiError>(outcomes)
             }
+            .scope_boxed()
+        })
+        .await;
+    match committed {
+        Ok(outcomes) => outcomes,
+        Err(error) => vec![Err(error); count],
+    }
+}
+
+/// What the writes of one transaction learned and may reuse.
+#[derive(Default)]
+struct Learned {
+    types: TypeCache,
+    /// Actors already found to be persons of the database.
+    persons: HashSet<String>,
+}
+
+async fn apply_one(
+    conn: &mut AsyncPgConnection,
+    learned: &mut Learned,
+    request: WriteRequest,
+    keys: Vec<GeneratedKey>,
+) -> Result<WriteOutcome, ApiError> {
+    let (db, actor) = (request.db.as_str(), request.actor.as_str());
+    if !learned.persons.contains(actor) {
+        require_person(conn, db, actor).await?;
+        learned.persons.insert(actor.to_owned());
+    }
+    let now = Utc::now();
+    let types = &mut learned.types;
+    match request.op {
+        WriteOp::CreateEntity { values } => create_entity(conn, types, db, actor, now, values, keys).await,
+        WriteOp::AddValues { entity_id, values } => {
+            add_values(conn, types, db, actor, now, &entity_id, values, keys).await
         }
-        .scope_boxed()
-    })
-    .await
+        WriteOp::DeleteValue { value_id } => {
+            // deletes are rare: forget everything rather than track what they change
+            *learned = Learned::default();
+            delete_value(conn, &mut TypeCache::default(), db, actor, now, &value_id).await
+        }
+        WriteOp::DeleteEntity { entity_id } => {
+            *learned = Learned::default();
+            delete_entity(conn, db, actor, now, &entity_id).await
+        }
+        WriteOp::Aggregate { entity_id } => aggregate(conn, types, db, actor, &entity_id).await,
+    }
 }
 
 /// API keys asked for by the write, generated before the transaction because
@@ -126,20 +192,22 @@ struct Target<'a> {
     entity_id: &'a str,
     lists: RightsLists,
     is_new: bool,
-    definitions: HashMap<String, PropertyDefinition>,
+    /// The entity's type.
+    kind: Arc<TypeInfo>,
     live: Vec<ValueRow>,
 }
 
 async fn create_entity(
     conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
     db: &str,
     actor: &str,
     now: DateTime<Utc>,
     inputs: Vec<ValueInput>,
     keys: Vec<GeneratedKey>,
 ) -> Result<WriteOutcome, ApiError> {
-    let types: Vec<&ValueInput> = inputs.iter().filter(|v| v.prop == "_type").collect();
-    let type_id = match types.as_slice() {
+    let type_inputs: Vec<&ValueInput> = inputs.iter().filter(|v| v.prop == "_type").collect();
+    let type_id = match type_inputs.as_slice() {
         [one] => match &one.value {
             Value::Reference(id) => id.clone(),
             _ => return Err(ApiError::bad_request("invalid_type", "_type takes a reference value")),
@@ -160,6 +228,7 @@ async fn create_entity(
     }
     let entity_id = new_id();
     values::insert_entity(conn, db, &entity_id, now, actor).await?;
+    let kind = types.get(conn, db, &type_id).await?;
     let target = Target {
         db,
         actor,
@@ -173,10 +242,10 @@ async fn create_entity(
             &[],
         ),
         is_new: true,
-        definitions: definitions(conn, db, &type_id).await?,
+        kind: kind.clone(),
         live: Vec::new(),
     };
-    let (mut rows, plain_keys) = validate(conn, &target, &inputs, keys).await?;
+    let (mut rows, plain_keys) = validate(conn, types, &target, &inputs, keys).await?;
     let response = response_values(&rows, &plain_keys);
     let creator_is_owner = inputs
         .iter()
@@ -188,15 +257,21 @@ async fn create_entity(
     created.datetime = Some(now);
     rows.push(created);
     values::insert_values(conn, &rows).await?;
-    projection::project(conn, db, &entity_id).await?;
+    let written = rows.iter().map(ValueRow::from).collect();
+    projection::project_new(conn, types, db, &entity_id, written).await?;
+    if kind.describes_types() {
+        types.clear();
+    }
     Ok(WriteOutcome::Written {
         entity_id,
         values: response,
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn add_values(
     conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
     db: &str,
     actor: &str,
     now: DateTime<Utc>,
@@ -212,9 +287,9 @@ async fn add_values(
     if actor != entity_id && !can_read(entity.sharing(), &lists, Some(actor)) {
         return Err(ApiError::entity_not_found());
     }
-    let definitions = match &entity.type_id {
-        Some(type_id) => definitions(conn, db, type_id).await?,
-        None => HashMap::new(),
+    let kind = match &entity.type_id {
+        Some(type_id) => types.get(conn, db, type_id).await?,
+        None => Default::default(),
     };
     let target = Target {
         db,
@@ -223,10 +298,10 @@ async fn add_values(
         entity_id,
         lists,
         is_new: false,
-        definitions,
+        kind: kind.clone(),
         live: values::live_values(conn, db, entity_id).await?,
     };
-    let (rows, plain_keys) = validate(conn, &target, &inputs, keys).await?;
+    let (rows, plain_keys) = validate(conn, types, &target, &inputs, keys).await?;
     let mut replaced: Vec<String> = inputs.iter().filter_map(|v| v.replaces.clone()).collect();
     replaced.extend(replaced_rights(&target.live, &rows));
     let owners_left = target
@@ -240,7 +315,10 @@ async fn add_values(
     }
     values::soft_delete_values(conn, db, &replaced, now, actor).await?;
     values::insert_values(conn, &rows).await?;
-    projection::project(conn, db, entity_id).await?;
+    projection::project(conn, types, db, entity_id).await?;
+    if kind.describes_types() {
+        types.clear();
+    }
     Ok(WriteOutcome::Written {
         entity_id: entity_id.to_owned(),
         values: response_values(&rows, &plain_keys),
@@ -267,6 +345,7 @@ const RIGHTS: [&str; 5] = ["_owner", "_editor", "_expander", "_viewer", "_noacce
 
 async fn delete_value(
     conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
     db: &str,
     actor: &str,
     now: DateTime<Utc>,
@@ -305,7 +384,7 @@ async fn delete_value(
         return Err(ApiError::forbidden("The last _owner cannot be deleted"));
     }
     values::soft_delete_values(conn, db, &[value_id.to_owned()], now, actor).await?;
-    projection::project(conn, db, &value.entity_id).await?;
+    projection::project(conn, types, db, &value.entity_id).await?;
     Ok(WriteOutcome::Deleted)
 }
 
@@ -360,25 +439,14 @@ async fn delete_entity(
 
 async fn aggregate(
     conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
     db: &str,
     actor: &str,
     entity_id: &str,
 ) -> Result<WriteOutcome, ApiError> {
     lock_with_right(conn, db, actor, entity_id, Right::Editor, "Aggregating needs _editor").await?;
-    let queued = projection::project(conn, db, entity_id).await?;
+    let queued = projection::project(conn, types, db, entity_id).await?;
     Ok(WriteOutcome::Aggregated { queued })
-}
-
-async fn definitions(
-    conn: &mut AsyncPgConnection,
-    db: &str,
-    type_id: &str,
-) -> Result<HashMap<String, PropertyDefinition>, ApiError> {
-    Ok(values::definitions_of_type(conn, db, type_id)
-        .await?
-        .into_iter()
-        .filter_map(|(name, doc)| Some((name?, PropertyDefinition::from_doc(&doc))))
-        .collect())
 }
 
 /// Checks every input against rights, definitions and the live values, and
@@ -386,6 +454,7 @@ async fn definitions(
 /// apart, by value id: only their hash is stored.
 async fn validate(
     conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
     target: &Target<'_>,
     inputs: &[ValueInput],
     mut keys: Vec<GeneratedKey>,
@@ -406,7 +475,7 @@ async fn validate(
     }
     let mut last_numbers: HashMap<&str, (String, f64)> = HashMap::new();
     for input in inputs {
-        let needed = check_property(conn, target, input).await?;
+        let needed = check_property(conn, types, target, input).await?;
         if needed.is_some_and(|needed| !has_right(&target.lists, target.actor, needed)) {
             return Err(ApiError::forbidden(format!("Missing rights to write {}", input.prop)));
         }
@@ -432,8 +501,10 @@ async fn validate(
                 "An entity has exactly one _type; change it by overwriting that value by its _id",
             ));
         }
+        // `_type` and `_parent` targets were checked with their rules above
         if let Value::Reference(referenced) = &input.value
             && referenced != target.entity_id
+            && !matches!(input.prop.as_str(), "_type" | "_parent")
             && !values::entity_exists(conn, target.db, referenced).await?
         {
             return Err(ApiError::bad_request(
@@ -470,6 +541,7 @@ async fn validate(
 /// (none when the entity itself adds its own API key).
 async fn check_property(
     conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
     target: &Target<'_>,
     input: &ValueInput,
 ) -> Result<Option<Right>, ApiError> {
@@ -485,14 +557,13 @@ async fn check_property(
             return Err(wrong_field(prop, system.field().name()));
         }
         match (system, &input.value) {
-            (SystemProperty::Type, Value::Reference(type_id)) => {
-                let found = values::names_and_types(conn, target.db, std::slice::from_ref(type_id)).await?;
-                if !found.iter().any(|(_, _, kind)| kind.as_deref() == Some(ENTITY_TYPE)) {
-                    return Err(ApiError::bad_request(
-                        "invalid_type",
-                        "_type must reference an entity type",
-                    ));
-                }
+            (SystemProperty::Type, Value::Reference(type_id))
+                if !types.get(conn, target.db, type_id).await?.is_entity_type() =>
+            {
+                return Err(ApiError::bad_request(
+                    "invalid_type",
+                    "_type must reference an entity type",
+                ));
             }
             (SystemProperty::Parent, Value::Reference(parent_id)) => {
                 // Missing, invisible and merely visible parents answer alike:
@@ -541,7 +612,7 @@ async fn check_property(
         }
         _ => {}
     }
-    if let Some(definition) = target.definitions.get(prop) {
+    if let Some(definition) = target.kind.definitions.get(prop) {
         if let Some(value_type) = definition.value_type
             && value_type.field() != input.value.field()
         {

@@ -1,25 +1,38 @@
-//! One writer actor per database: writes for a database are applied one at a
-//! time, in arrival order. It is the fast path; the entity row lock inside each
-//! transaction keeps writes correct when several processes serve one database.
+//! One writer actor per database: writes for a database are applied in
+//! arrival order, and those that arrive while a commit is under way go
+//! together into the next transaction (group commit), so many concurrent
+//! writers share one wait for the disk. The entity row lock and the counter
+//! locks inside each transaction keep writes correct when several processes
+//! serve one database.
 
 use actix::prelude::*;
+use actix_web::http::StatusCode;
 use dashmap::DashMap;
+use tokio::sync::oneshot;
 
 use crate::db::Pool;
 use crate::http::error::ApiError;
 use crate::write::{self, WriteOutcome, WriteRequest};
 
+type Reply = oneshot::Sender<Result<WriteOutcome, ApiError>>;
+
 pub struct DbWriter {
     pool: Pool,
-    mailbox: usize,
+    limits: WriterLimits,
+    /// Writes waiting for the next transaction, in arrival order.
+    waiting: Vec<(WriteRequest, Reply)>,
+    committing: bool,
+}
+
+/// How many writes may wait for a database, and how many share a transaction.
+#[derive(Debug, Clone, Copy)]
+pub struct WriterLimits {
+    pub waiting: usize,
+    pub batch: usize,
 }
 
 impl Actor for DbWriter {
     type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.set_mailbox_capacity(self.mailbox);
-    }
 }
 
 #[derive(Message)]
@@ -27,29 +40,71 @@ impl Actor for DbWriter {
 pub struct Write(pub WriteRequest);
 
 impl Handler<Write> for DbWriter {
-    // Atomic: the next message starts only when this write has committed.
-    type Result = AtomicResponse<Self, Result<WriteOutcome, ApiError>>;
+    type Result = ResponseFuture<Result<WriteOutcome, ApiError>>;
 
-    fn handle(&mut self, message: Write, _: &mut Self::Context) -> Self::Result {
-        let pool = self.pool.clone();
-        AtomicResponse::new(Box::pin(
-            async move { write::apply(&pool, message.0).await }.into_actor(self),
-        ))
+    fn handle(&mut self, message: Write, ctx: &mut Self::Context) -> Self::Result {
+        if self.waiting.len() >= self.limits.waiting {
+            return Box::pin(async { Err(busy()) });
+        }
+        let (reply, outcome) = oneshot::channel();
+        self.waiting.push((message.0, reply));
+        self.commit_next(ctx);
+        Box::pin(async move {
+            outcome
+                .await
+                .unwrap_or_else(|e| Err(ApiError::internal("writer stopped", e)))
+        })
     }
+}
+
+impl DbWriter {
+    /// Starts a transaction with the writes waiting, unless one is under way
+    /// (it starts the next when it ends).
+    fn commit_next(&mut self, ctx: &mut Context<Self>) {
+        if self.committing || self.waiting.is_empty() {
+            return;
+        }
+        self.committing = true;
+        let take = self.waiting.len().min(self.limits.batch);
+        let (requests, replies): (Vec<_>, Vec<_>) = self.waiting.drain(..take).unzip();
+        let pool = self.pool.clone();
+        ctx.spawn(
+            async move {
+                let outcomes = write::apply_batch(&pool, requests).await;
+                for (reply, outcome) in replies.into_iter().zip(outcomes) {
+                    // a caller that went away no longer needs its answer
+                    let _ = reply.send(outcome);
+                }
+            }
+            .into_actor(self)
+            .map(|(), writer, ctx| {
+                writer.committing = false;
+                writer.commit_next(ctx);
+            }),
+        );
+    }
+}
+
+fn busy() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "writes_busy",
+        "Too many writes are waiting for this database; retry later",
+    )
 }
 
 /// The writers of every database, started on first use.
 pub struct Writers {
     pool: Pool,
-    mailbox: usize,
+    limits: WriterLimits,
     writers: DashMap<String, Addr<DbWriter>>,
 }
 
 impl Writers {
-    pub fn new(pool: Pool, mailbox: usize) -> Writers {
+    pub fn new(pool: Pool, limits: WriterLimits) -> Writers {
         Writers {
             pool,
-            mailbox,
+            limits,
             writers: DashMap::new(),
         }
     }
@@ -62,7 +117,9 @@ impl Writers {
             .or_insert_with(|| {
                 DbWriter {
                     pool: self.pool.clone(),
-                    mailbox: self.mailbox,
+                    limits: self.limits,
+                    waiting: Vec::new(),
+                    committing: false,
                 }
                 .start()
             })

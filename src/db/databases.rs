@@ -152,8 +152,9 @@ pub async fn create(pool: &Pool, name: &str, email: &str, person_name: &str) -> 
             // Views and search depend on the definitions' own projections:
             // the first pass makes those, the second uses them.
             for _ in 0..2 {
+                let mut types = projection::TypeCache::default();
                 for id in &seed.entities {
-                    projection::project(conn, name, id).await?;
+                    projection::project(conn, &mut types, name, id).await?;
                 }
             }
             Ok(CreatedDatabase {

@@ -3,6 +3,7 @@
 //! values inside the transaction of every write that touches it.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -11,8 +12,8 @@ use serde_json::{Map, Value as Json};
 use crate::db::formulas;
 use crate::db::schema::{entities, property_values};
 use crate::db::values::{self, EntityRow, ValueRow};
-use crate::model::PROPERTY_TYPE;
 use crate::model::definition::PropertyDefinition;
+use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
 use crate::rights::{RightsLists, Sharing};
 use crate::view;
 
@@ -166,14 +167,37 @@ fn append_words(index: &mut String, text: &str) {
 /// text holds it), and the entities of a type when one of its property
 /// definitions or its own sharing changes.
 /// Answers how many other entities it re-projected.
-pub async fn project(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryResult<usize> {
+pub async fn project(conn: &mut AsyncPgConnection, types: &mut TypeCache, db: &str, id: &str) -> QueryResult<usize> {
+    project_from(conn, types, db, id, None).await
+}
+
+/// As [`project`], for an entity created in this transaction from `rows`:
+/// nothing to read back, and nothing can inherit from or refer to it yet.
+pub async fn project_new(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    id: &str,
+    mut rows: Vec<ValueRow>,
+) -> QueryResult<usize> {
+    rows.sort_by(|a, b| a.id.cmp(&b.id)); // as `live_values` orders them
+    project_from(conn, types, db, id, Some(rows)).await
+}
+
+async fn project_from(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    id: &str,
+    mut new_rows: Option<Vec<ValueRow>>,
+) -> QueryResult<usize> {
     let mut pending = vec![id.to_owned()];
     let mut done = HashSet::new();
     while let Some(next) = pending.pop() {
         if !done.insert(next.clone()) {
             continue; // a cycle of parents or references
         }
-        let changes = project_one(conn, db, &next).await?;
+        let changes = project_one(conn, types, db, &next, new_rows.take()).await?;
         if changes.rights {
             cascade_rights(conn, db, vec![next.clone()]).await?;
         }
@@ -346,11 +370,24 @@ struct Changes {
     types_to_reproject: Vec<String>,
 }
 
-/// Rebuilds one entity's projection.
-async fn project_one(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryResult<Changes> {
-    let rows = values::live_values(conn, db, id).await?;
-    let previous = values::live_entity(conn, db, id, false).await?;
-    let context = context_for(conn, db, &rows).await?;
+/// Rebuilds one entity's projection; `new_rows` are the values of an entity
+/// created in this transaction, which has no projection yet.
+async fn project_one(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    id: &str,
+    new_rows: Option<Vec<ValueRow>>,
+) -> QueryResult<Changes> {
+    let is_new = new_rows.is_some();
+    let (rows, previous) = match new_rows {
+        Some(rows) => (rows, None),
+        None => (
+            values::live_values(conn, db, id).await?,
+            values::live_entity(conn, db, id, false).await?,
+        ),
+    };
+    let context = context_for(conn, types, db, &rows).await?;
     let mut projection = Projection::from_values(id, &rows, &context);
     let computed = formulas::evaluate(conn, db, id, &rows, &context.definitions).await?;
     formulas::apply(&mut projection.doc, computed);
@@ -398,27 +435,100 @@ async fn project_one(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryR
         // a type's sharing caps its definitions' (a no-op for other entities)
         types_to_reproject.push(id.to_owned());
     }
-    let dependents = if doc_changed {
-        let mut near = projection.parent_ids.clone();
-        near.extend(
-            rows.iter()
-                .filter(|row| !row.prop.starts_with('_'))
-                .filter_map(|row| row.reference.clone()),
-        );
+    let mut near = projection.parent_ids.clone();
+    near.extend(
+        rows.iter()
+            .filter(|row| !row.prop.starts_with('_'))
+            .filter_map(|row| row.reference.clone()),
+    );
+    // a new entity has no referrers: only what it names can depend on it
+    let dependents = if doc_changed && !(is_new && near.is_empty()) {
         formulas::dependents(conn, db, id, near).await?
     } else {
         Vec::new()
     };
     Ok(Changes {
         dependents,
-        rights: previous.as_ref().map(EntityRow::lists) != Some(lists),
+        // nothing inherits from a new entity yet
+        rights: !is_new && previous.as_ref().map(EntityRow::lists) != Some(lists),
         name: previous.is_some_and(|row| row.name != projection.name),
         types_to_reproject,
     })
 }
 
+/// What the projection and validation need to know about one entity type.
+#[derive(Debug, Default)]
+pub struct TypeInfo {
+    /// Its property definitions, by name.
+    pub definitions: HashMap<String, PropertyDefinition>,
+    /// Its own `_sharing` (None when the type does not exist).
+    pub sharing: Option<Sharing>,
+    pub name: Option<String>,
+    /// The name of the type's own type: `entity` for an entity type.
+    pub kind: Option<String>,
+}
+
+impl TypeInfo {
+    pub fn is_entity_type(&self) -> bool {
+        self.kind.as_deref() == Some(ENTITY_TYPE)
+    }
+
+    /// Whether writing an entity of this type may change what other entities'
+    /// types say (a definition, or a type itself).
+    pub fn describes_types(&self) -> bool {
+        matches!(self.name.as_deref(), Some(PROPERTY_TYPE | ENTITY_TYPE))
+    }
+}
+
+/// Type information learned by the writes of one transaction, so a batch of
+/// writes to one type loads it once. Clear it after a write that may change a
+/// type or a definition, and after a write that was rolled back.
+#[derive(Default)]
+pub struct TypeCache {
+    types: HashMap<String, Arc<TypeInfo>>,
+}
+
+impl TypeCache {
+    pub async fn get(&mut self, conn: &mut AsyncPgConnection, db: &str, type_id: &str) -> QueryResult<Arc<TypeInfo>> {
+        if let Some(info) = self.types.get(type_id) {
+            return Ok(info.clone());
+        }
+        let definitions = values::definitions_of_type(conn, db, type_id)
+            .await?
+            .into_iter()
+            .filter_map(|(name, doc)| Some((name?, PropertyDefinition::from_doc(&doc))))
+            .collect();
+        let sharing = values::live_entity(conn, db, type_id, false)
+            .await?
+            .map(|row| row.sharing());
+        let (name, kind) = values::names_and_types(conn, db, &[type_id.to_owned()])
+            .await?
+            .into_iter()
+            .next()
+            .map(|(_, name, kind)| (name, kind))
+            .unwrap_or_default();
+        let info = Arc::new(TypeInfo {
+            definitions,
+            sharing,
+            name,
+            kind,
+        });
+        self.types.insert(type_id.to_owned(), info.clone());
+        Ok(info)
+    }
+
+    pub fn clear(&mut self) {
+        self.types.clear();
+    }
+}
+
 /// Loads the definitions, type sharing and referenced names an entity's projection needs.
-pub async fn context_for(conn: &mut AsyncPgConnection, db: &str, rows: &[ValueRow]) -> QueryResult<ProjectionContext> {
+pub async fn context_for(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    rows: &[ValueRow],
+) -> QueryResult<ProjectionContext> {
     let Some(type_id) = rows
         .iter()
         .find(|row| row.prop == "_type")
@@ -426,17 +536,10 @@ pub async fn context_for(conn: &mut AsyncPgConnection, db: &str, rows: &[ValueRo
     else {
         return Ok(ProjectionContext::default());
     };
-    let definitions: HashMap<String, PropertyDefinition> = values::definitions_of_type(conn, db, &type_id)
-        .await?
-        .into_iter()
-        .filter_map(|(name, doc)| Some((name?, PropertyDefinition::from_doc(&doc))))
-        .collect();
-    let kind = values::live_entity(conn, db, &type_id, false).await?;
-    let type_sharing = kind.as_ref().map(EntityRow::sharing);
-    let type_name = kind.and_then(|row| row.name);
+    let info = types.get(conn, db, &type_id).await?;
     let searchable_targets: Vec<String> = rows
         .iter()
-        .filter(|row| definitions.get(&row.prop).is_some_and(|d| d.search))
+        .filter(|row| info.definitions.get(&row.prop).is_some_and(|d| d.search))
         .filter_map(|row| row.reference.clone())
         .collect();
     let names = if searchable_targets.is_empty() {
@@ -449,9 +552,9 @@ pub async fn context_for(conn: &mut AsyncPgConnection, db: &str, rows: &[ValueRo
             .collect()
     };
     Ok(ProjectionContext {
-        definitions,
-        type_sharing,
-        type_name,
+        definitions: info.definitions.clone(),
+        type_sharing: info.sharing,
+        type_name: info.name.clone(),
         names,
     })
 }

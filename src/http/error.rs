@@ -73,7 +73,7 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         let mut response = HttpResponse::build(self.status);
-        if matches!(self.code, "query_timeout" | "thumbnails_busy") {
+        if matches!(self.code, "query_timeout" | "thumbnails_busy" | "writes_busy") {
             response.insert_header(("Retry-After", "5"));
         }
         response.json(serde_json::json!({

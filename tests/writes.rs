@@ -1,0 +1,101 @@
+//! Group commit: writes that arrive together share one transaction, each in
+//! its own savepoint.
+
+mod common;
+
+use common::TestApp;
+use eds::model::value::parse_body;
+use eds::write::{WriteOp, WriteOutcome, WriteRequest, apply_batch};
+use serde_json::{Value as Json, json};
+
+fn create(app: &TestApp, values: Json) -> WriteRequest {
+    WriteRequest {
+        db: "demo".into(),
+        actor: app.person.clone(),
+        op: WriteOp::CreateEntity {
+            values: parse_body(values.to_string().as_bytes()).unwrap(),
+        },
+    }
+}
+
+fn created_id(outcome: &WriteOutcome) -> String {
+    match outcome {
+        WriteOutcome::Written { entity_id, .. } => entity_id.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_refused_write_in_a_batch_leaves_no_trace_and_the_others_commit() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let book = app.create_type(&token, "book").await;
+    let outcomes = apply_batch(
+        &app.pool,
+        vec![
+            create(
+                &app,
+                json!([{"type": "_type", "reference": book}, {"type": "name", "string": "first"}]),
+            ),
+            // refused halfway: its name is valid, its title references no entity
+            create(
+                &app,
+                json!([{"type": "_type", "reference": book}, {"type": "name", "string": "refused"},
+                       {"type": "title", "reference": "000000000000000000000000"}]),
+            ),
+            create(
+                &app,
+                json!([{"type": "_type", "reference": book}, {"type": "name", "string": "third"}]),
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(outcomes.len(), 3);
+    let first = created_id(outcomes[0].as_ref().unwrap());
+    let error = outcomes[1].as_ref().unwrap_err();
+    assert_eq!(error.code, "invalid_reference");
+    let third = created_id(outcomes[2].as_ref().unwrap());
+
+    let (status, body) = app.get("/api/demo/entity?_type.string=book&sort=_id", &token).await;
+    assert_eq!(status, 200, "{body}");
+    let ids: Vec<&str> = body["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entity| entity["_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [first.as_str(), third.as_str()]);
+    let (_, refused) = app.get("/api/demo/entity?name.string=refused", &token).await;
+    assert_eq!(refused["count"], 0, "{refused}");
+}
+
+#[tokio::test]
+async fn a_definition_written_earlier_in_a_batch_governs_the_later_writes() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let book = app.create_type(&token, "book").await;
+    let property_type = app.find(&token, "entity", "property").await;
+    let outcomes = apply_batch(
+        &app.pool,
+        vec![
+            // loads what the batch knows about `book` before `pages` exists
+            create(&app, json!([{"type": "_type", "reference": book}])),
+            create(
+                &app,
+                json!([{"type": "_type", "reference": property_type}, {"type": "_parent", "reference": book},
+                       {"type": "name", "string": "pages"}, {"type": "type", "string": "number"}]),
+            ),
+            create(
+                &app,
+                json!([{"type": "_type", "reference": book}, {"type": "pages", "string": "many"}]),
+            ),
+        ],
+    )
+    .await;
+    assert!(outcomes[0].is_ok() && outcomes[1].is_ok(), "{outcomes:?}");
+    let error = outcomes[2].as_ref().unwrap_err();
+    assert_eq!(
+        (error.code, error.message.as_ref()),
+        ("invalid_value", "pages takes a `number` value")
+    );
+}
