@@ -75,49 +75,76 @@ pub async fn apply(pool: &Pool, request: WriteRequest) -> Result<WriteOutcome, A
 }
 
 /// Applies writes in order in one transaction (group commit: one commit, and
-/// one wait for the disk, for the whole batch). Each write runs in its own
-/// savepoint, so a refused write leaves no trace and does not disturb the
-/// others. Answers one outcome per request, in order.
+/// one wait for the disk, for the whole batch). A refused write leaves no
+/// trace and does not disturb the others. Answers one outcome per request,
+/// in order.
 pub async fn apply_batch(pool: &Pool, requests: Vec<WriteRequest>) -> Vec<Result<WriteOutcome, ApiError>> {
-    let count = requests.len();
-    let mut prepared = Vec::with_capacity(count);
+    let mut outcomes: Vec<Option<Result<WriteOutcome, ApiError>>> = Vec::with_capacity(requests.len());
+    let mut batch = Vec::with_capacity(requests.len());
     for request in requests {
-        let keys = generate_keys(&request).await;
-        prepared.push(keys.map(|keys| (request, keys)));
-    }
-    let mut conn = match pool.get().await {
-        Ok(conn) => conn,
-        Err(error) => return vec![Err(error.into()); count],
-    };
-    let committed = conn
-        .transaction(|conn| {
-            async move {
-                let mut learned = Learned::default();
-                let mut outcomes = Vec::with_capacity(prepared.len());
-                for item in prepared {
-                    let outcome = match item {
-                        Ok((request, keys)) => {
-                            let learned = &mut learned;
-                            conn.transaction(|conn| apply_one(conn, learned, request, keys).scope_boxed())
-                                .await
-                        }
-                        Err(error) => Err(error),
-                    };
-                    if outcome.is_err() {
-                        // what it learned may have been rolled back with it
-                        learned = Learned::default();
-                    }
-                    outcomes.push(outcome);
-                }
-                Ok::<_, ApiError>(outcomes)
+        match generate_keys(&request).await {
+            Ok(keys) => {
+                batch.push((request, keys));
+                outcomes.push(None);
             }
-            .scope_boxed()
-        })
-        .await;
-    match committed {
-        Ok(outcomes) => outcomes,
-        Err(error) => vec![Err(error); count],
+            Err(error) => outcomes.push(Some(Err(error))),
+        }
     }
+    let mut applied = match pool.get().await {
+        // Most batches pass whole: try without the cost of a savepoint per
+        // write, and only when one is refused run them again, each isolated.
+        Ok(mut conn) => match run_batch(&mut conn, &batch, batch.len() == 1).await {
+            Err(_) if batch.len() > 1 => run_batch(&mut conn, &batch, true).await,
+            result => result,
+        },
+        Err(error) => Err(error.into()),
+    }
+    .map(Vec::into_iter);
+    outcomes
+        .into_iter()
+        .map(|outcome| {
+            outcome.unwrap_or_else(|| match &mut applied {
+                Ok(applied) => applied
+                    .next()
+                    .unwrap_or_else(|| Err(ApiError::internal("write", "no outcome"))),
+                Err(error) => Err(error.clone()),
+            })
+        })
+        .collect()
+}
+
+/// Runs writes in one transaction. With `isolated`, each runs in a savepoint
+/// and a refusal is its outcome; without, the first refusal rolls back all.
+async fn run_batch(
+    conn: &mut AsyncPgConnection,
+    batch: &[(WriteRequest, Vec<GeneratedKey>)],
+    isolated: bool,
+) -> Result<Vec<Result<WriteOutcome, ApiError>>, ApiError> {
+    conn.transaction(|conn| {
+        async move {
+            let mut learned = Learned::default();
+            let mut outcomes = Vec::with_capacity(batch.len());
+            for (request, keys) in batch {
+                let (request, keys) = (request.clone(), keys.clone());
+                if !isolated {
+                    outcomes.push(Ok(apply_one(conn, &mut learned, request, keys).await?));
+                    continue;
+                }
+                let learning = &mut learned;
+                let outcome = conn
+                    .transaction(|conn| apply_one(conn, learning, request, keys).scope_boxed())
+                    .await;
+                if outcome.is_err() {
+                    // what it learned may have been rolled back with it
+                    learned = Learned::default();
+                }
+                outcomes.push(outcome);
+            }
+            Ok(outcomes)
+        }
+        .scope_boxed()
+    })
+    .await
 }
 
 /// What the writes of one transaction learned and may reuse.

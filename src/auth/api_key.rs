@@ -13,6 +13,7 @@ pub const KEY_LENGTH: usize = 32;
 const LOOKUP_LENGTH: usize = 12;
 
 /// A freshly generated key with what is stored of it.
+#[derive(Clone)]
 pub struct GeneratedKey {
     pub plain: String,
     pub hash: String,
