@@ -3,6 +3,7 @@
 
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::Path;
+use std::time::Duration;
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::Service;
@@ -17,6 +18,7 @@ use rand::RngCore;
 use tracing::Instrument;
 
 use crate::actors::db_writer::{WriterLimits, Writers};
+use crate::actors::formula_worker;
 use crate::auth::jwt::JwtKeys;
 use crate::config::Settings;
 use crate::db::{self, Pool, local_cluster::LocalCluster};
@@ -151,6 +153,11 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
     if settings.http.workers > 0 {
         server = server.workers(settings.http.workers);
     }
+    actix_web::rt::spawn(formula_worker::run(
+        flushed.pool.clone(),
+        flushed.writers.formulas_due(),
+        Duration::from_millis(settings.actors.formula_poll_ms.max(10)),
+    ));
     actix_web::rt::spawn(flush_request_counts(flushed));
     Ok(server.run())
 }

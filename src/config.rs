@@ -51,6 +51,7 @@ pub struct AuthSettings {
 pub struct ActorSettings {
     pub writer_mailbox: usize,
     pub writer_batch: usize,
+    pub formula_poll_ms: u64,
     pub thumbnail_workers: usize,
     pub thumbnail_queue: usize,
 }

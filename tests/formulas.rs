@@ -100,6 +100,7 @@ async fn a_parent_sums_its_children_and_follows_their_changes() {
         json!([{"type": "_parent", "reference": parent}, {"type": "price", "number": 5}]),
     )
     .await;
+    app.settle().await;
     let entity = read(&app, &owner, &parent).await;
     assert_eq!(
         (
@@ -115,50 +116,123 @@ async fn a_parent_sums_its_children_and_follows_their_changes() {
         json!({"type": "price", "number": 10, "_id": price}),
     )
     .await;
+    app.settle().await;
     assert_eq!(read(&app, &owner, &parent).await["sum"][0]["number"], 15);
 }
 
-#[tokio::test]
-async fn formulas_reading_each_other_in_a_cycle_settle() {
-    let app = TestApp::start().await;
-    let owner = app.owner_token().await;
-    let node = app.create_type(&owner, "node").await;
+/// A ring of `size` nodes, each naming the next; every node shows the next
+/// one's `label` (itself a formula) as `peer_label`. Answers the node ids.
+async fn ring(app: &TestApp, owner: &str, size: usize) -> Vec<String> {
+    let node = app.create_type(owner, "node").await;
     app.define(
-        &owner,
+        owner,
         &node,
-        "peer_name",
+        "label",
         "string",
-        json!([{"type": "formula", "string": "next.*.name"}]),
+        json!([{"type": "formula", "string": "'node ' name CONCAT"}]),
     )
     .await;
-    let a = app
-        .create(&owner, &node, json!([{"type": "name", "string": "a"}]))
-        .await;
-    let b = app
-        .create(
-            &owner,
-            &node,
-            json!([{"type": "name", "string": "b"}, {"type": "next", "reference": a}]),
-        )
-        .await;
-    let c = app
-        .create(
-            &owner,
-            &node,
-            json!([{"type": "name", "string": "c"}, {"type": "next", "reference": b}]),
-        )
-        .await;
+    app.define(
+        owner,
+        &node,
+        "peer_label",
+        "string",
+        json!([{"type": "formula", "string": "next.*.label"}]),
+    )
+    .await;
+    let mut ids = Vec::new();
+    for i in 0..size {
+        let mut values = vec![json!({"type": "name", "string": format!("n{i}")})];
+        if let Some(previous) = ids.last() {
+            values.push(json!({"type": "next", "reference": previous}));
+        }
+        ids.push(app.create(owner, &node, Json::Array(values)).await);
+    }
     let (status, _) = app
         .post(
-            &format!("/api/demo/entity/{a}"),
-            &owner,
-            json!({"type": "next", "reference": c}),
+            &format!("/api/demo/entity/{}", ids[0]),
+            owner,
+            json!({"type": "next", "reference": ids[size - 1]}),
         )
         .await;
     assert_eq!(status, 200);
-    assert_eq!(read(&app, &owner, &a).await["peer_name"][0]["string"], "c");
-    assert_eq!(read(&app, &owner, &b).await["peer_name"][0]["string"], "a");
-    assert_eq!(read(&app, &owner, &c).await["peer_name"][0]["string"], "b");
+    ids
+}
+
+async fn formula_cycle_settles_and_the_queue_drains(size: usize) {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let ids = ring(&app, &owner, size).await;
+    // renaming one node changes its label, which its neighbour reads
+    let first = read(&app, &owner, &ids[0]).await;
+    app.post(
+        &format!("/api/demo/entity/{}", ids[0]),
+        &owner,
+        json!({"type": "name", "string": "renamed", "_id": first["name"][0]["_id"]}),
+    )
+    .await;
+    app.settle().await;
+    let mut conn = app.pool.get().await.unwrap();
+    assert_eq!(eds::db::formula_queue::pending(&mut conn).await.unwrap(), 0);
+    for (i, id) in ids.iter().enumerate() {
+        // node i names node i-1; node 0 names the last one
+        let next = if i == 0 { size - 1 } else { i - 1 };
+        let expected = if next == 0 {
+            "node renamed".to_owned()
+        } else {
+            format!("node n{next}")
+        };
+        assert_eq!(
+            read(&app, &owner, id).await["peer_label"][0]["string"],
+            expected.as_str(),
+            "node {i}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_2_cycle_of_formulas_settles_and_the_queue_drains_to_0() {
+    formula_cycle_settles_and_the_queue_drains(2).await;
+}
+
+#[tokio::test]
+async fn a_3_cycle_of_formulas_settles_and_the_queue_drains_to_0() {
+    formula_cycle_settles_and_the_queue_drains(3).await;
+}
+
+#[tokio::test]
+async fn a_cycle_of_formulas_that_never_settles_is_cut_and_the_queue_drains() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let node = app.create_type(&owner, "node").await;
+    // each node counts one more than the next: around a ring it never settles
+    app.define(
+        &owner,
+        &node,
+        "depth",
+        "number",
+        json!([{"type": "formula", "string": "next.*.depth 1 SUM"}]),
+    )
+    .await;
+    let a = app.create(&owner, &node, json!([])).await;
+    let b = app
+        .create(&owner, &node, json!([{"type": "next", "reference": a}]))
+        .await;
+    app.post(
+        &format!("/api/demo/entity/{a}"),
+        &owner,
+        json!({"type": "next", "reference": b}),
+    )
+    .await;
+    app.settle().await;
+    let depth = |entity: Json| entity["depth"][0]["number"].as_f64().unwrap();
+    let (a_depth, b_depth) = (depth(read(&app, &owner, &a).await), depth(read(&app, &owner, &b).await));
+    // cut after MAX_HOPS passes, each raising one of the two by at least one
+    assert!(
+        a_depth + b_depth >= f64::from(eds::db::formula_queue::MAX_HOPS),
+        "{a_depth} {b_depth}"
+    );
+    assert!(a_depth + b_depth < 100.0, "{a_depth} {b_depth}");
 }
 
 #[tokio::test]

@@ -5,10 +5,12 @@
 //! locks inside each transaction keep writes correct when several processes
 //! serve one database.
 
+use std::sync::Arc;
+
 use actix::prelude::*;
 use actix_web::http::StatusCode;
 use dashmap::DashMap;
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
 use crate::db::Pool;
 use crate::http::error::ApiError;
@@ -19,6 +21,7 @@ type Reply = oneshot::Sender<Result<WriteOutcome, ApiError>>;
 pub struct DbWriter {
     pool: Pool,
     limits: WriterLimits,
+    formulas_due: Arc<Notify>,
     /// Writes waiting for the next transaction, in arrival order.
     waiting: Vec<(WriteRequest, Reply)>,
     committing: bool,
@@ -68,9 +71,12 @@ impl DbWriter {
         let take = self.waiting.len().min(self.limits.batch);
         let (requests, replies): (Vec<_>, Vec<_>) = self.waiting.drain(..take).unzip();
         let pool = self.pool.clone();
+        let formulas_due = self.formulas_due.clone();
         ctx.spawn(
             async move {
                 let outcomes = write::apply_batch(&pool, requests).await;
+                // the writes may have queued formulas to compute
+                formulas_due.notify_one();
                 for (reply, outcome) in replies.into_iter().zip(outcomes) {
                     // a caller that went away no longer needs its answer
                     let _ = reply.send(outcome);
@@ -98,6 +104,7 @@ pub struct Writers {
     pool: Pool,
     limits: WriterLimits,
     writers: DashMap<String, Addr<DbWriter>>,
+    formulas_due: Arc<Notify>,
 }
 
 impl Writers {
@@ -106,7 +113,13 @@ impl Writers {
             pool,
             limits,
             writers: DashMap::new(),
+            formulas_due: Arc::new(Notify::new()),
         }
+    }
+
+    /// Notified after every commit: wakes the formula worker.
+    pub fn formulas_due(&self) -> Arc<Notify> {
+        self.formulas_due.clone()
     }
 
     /// Sends a write to its database's writer and waits for the outcome.
@@ -118,6 +131,7 @@ impl Writers {
                 DbWriter {
                     pool: self.pool.clone(),
                     limits: self.limits,
+                    formulas_due: self.formulas_due.clone(),
                     waiting: Vec::new(),
                     committing: false,
                 }

@@ -1,4 +1,5 @@
-//! Actors: one writer per database, the thumbnail pool.
+//! Actors: one writer per database, the formula worker, the thumbnail pool.
 
 pub mod db_writer;
+pub mod formula_worker;
 pub mod thumbnailer;

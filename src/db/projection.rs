@@ -9,9 +9,9 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::{Map, Value as Json};
 
-use crate::db::formulas;
 use crate::db::schema::{entities, property_values};
 use crate::db::values::{self, EntityRow, ValueRow};
+use crate::db::{formula_queue, formulas};
 use crate::model::definition::PropertyDefinition;
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
 use crate::rights::{RightsLists, Sharing};
@@ -162,13 +162,14 @@ fn append_words(index: &mut String, text: &str) {
     }
 }
 
-/// Re-projects entity `id` and what depends on it: inheriting descendants when
-/// its effective rights change, referrers when its name changes (their search
-/// text holds it), and the entities of a type when one of its property
-/// definitions or its own sharing changes.
-/// Answers how many other entities it re-projected.
+/// Re-projects entity `id` and what must follow it at once: inheriting
+/// descendants when its effective rights change, referrers when its name
+/// changes (their search text holds it), and the entities of a type when one
+/// of its property definitions or its own sharing changes. Entities whose
+/// formulas read a changed entity are queued (`formula_queue`).
+/// Answers how many entities it queued.
 pub async fn project(conn: &mut AsyncPgConnection, types: &mut TypeCache, db: &str, id: &str) -> QueryResult<usize> {
-    project_from(conn, types, db, id, None).await
+    project_from(conn, types, db, id, None, 0).await
 }
 
 /// As [`project`], for an entity created in this transaction from `rows`:
@@ -181,7 +182,19 @@ pub async fn project_new(
     mut rows: Vec<ValueRow>,
 ) -> QueryResult<usize> {
     rows.sort_by(|a, b| a.id.cmp(&b.id)); // as `live_values` orders them
-    project_from(conn, types, db, id, Some(rows)).await
+    project_from(conn, types, db, id, Some(rows), 0).await
+}
+
+/// As [`project`], for an entity taken off the formula queue `hops`
+/// re-computations after the write that started it.
+pub async fn project_after(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    id: &str,
+    hops: i32,
+) -> QueryResult<usize> {
+    project_from(conn, types, db, id, None, hops).await
 }
 
 async fn project_from(
@@ -190,9 +203,11 @@ async fn project_from(
     db: &str,
     id: &str,
     mut new_rows: Option<Vec<ValueRow>>,
+    hops: i32,
 ) -> QueryResult<usize> {
     let mut pending = vec![id.to_owned()];
     let mut done = HashSet::new();
+    let mut queued = BTreeSet::new();
     while let Some(next) = pending.pop() {
         if !done.insert(next.clone()) {
             continue; // a cycle of parents or references
@@ -201,12 +216,7 @@ async fn project_from(
         if changes.rights {
             cascade_rights(conn, db, vec![next.clone()]).await?;
         }
-        pending.extend(
-            changes
-                .dependents
-                .into_iter()
-                .filter(|dependent| !done.contains(dependent)),
-        );
+        queued.extend(changes.dependents);
         if changes.name {
             let referrers: Vec<String> = property_values::table
                 .filter(property_values::db.eq(db))
@@ -230,7 +240,9 @@ async fn project_from(
             pending.extend(members.into_iter().filter(|member| !done.contains(member)));
         }
     }
-    Ok(done.len() - 1)
+    let queued: Vec<String> = queued.into_iter().collect();
+    formula_queue::enqueue(conn, db, &queued, hops + 1).await?;
+    Ok(queued.len())
 }
 
 /// An inheriting entity's id, parents and current effective lists.

@@ -67,4 +67,14 @@ diesel::table! {
     }
 }
 
-diesel::allow_tables_to_appear_in_same_query!(databases, entities, property_values, request_counts);
+diesel::table! {
+    formula_queue (id) {
+        id -> Int8,
+        db -> Text,
+        entity_id -> Text,
+        hops -> Int4,
+        queued_at -> Timestamptz,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(databases, entities, formula_queue, property_values, request_counts);

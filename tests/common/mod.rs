@@ -272,6 +272,18 @@ impl TestApp {
         body["_id"].as_str().unwrap().to_owned()
     }
 
+    /// Waits until the formula worker has emptied the formula queue.
+    pub async fn settle(&self) {
+        for _ in 0..1000 {
+            let mut conn = self.pool.get().await.unwrap();
+            if eds::db::formula_queue::pending(&mut conn).await.unwrap() == 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the formula queue did not drain within 10 s");
+    }
+
     /// A second person in `demo` with an API key (through `eds key create`'s code path).
     pub async fn add_person(&self, owner_token: &str, name: &str) -> (String, String) {
         let person_type = self.find(owner_token, "entity", "person").await;

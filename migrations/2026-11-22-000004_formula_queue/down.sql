@@ -1,0 +1,1 @@
+DROP TABLE formula_queue;
