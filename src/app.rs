@@ -135,6 +135,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
                 }
             })
             .wrap(from_fn(cors))
+            .wrap(from_fn(crate::metrics::http_middleware))
             .wrap(from_fn(request_log))
             .configure(http::routes)
             .default_service(web::to(|| async {

@@ -4,9 +4,11 @@
 
 use actix::prelude::*;
 use dashmap::DashMap;
+use tracing::Instrument;
 
 use crate::db::Pool;
 use crate::http::error::ApiError;
+use crate::metrics;
 use crate::write::{self, WriteOutcome, WriteRequest};
 
 pub struct DbWriter {
@@ -22,18 +24,30 @@ impl Actor for DbWriter {
     }
 }
 
+/// A write, the request span it was sent from (the writer logs under it), and
+/// its place in the mailbox-depth gauge, given up when the writer takes it.
 #[derive(Message)]
 #[rtype(result = "Result<WriteOutcome, ApiError>")]
-pub struct Write(pub WriteRequest);
+pub struct Write(pub WriteRequest, pub tracing::Span, pub metrics::Queued);
 
 impl Handler<Write> for DbWriter {
     // Atomic: the next message starts only when this write has committed.
     type Result = AtomicResponse<Self, Result<WriteOutcome, ApiError>>;
 
     fn handle(&mut self, message: Write, _: &mut Self::Context) -> Self::Result {
+        let Write(request, span, _) = message;
         let pool = self.pool.clone();
         AtomicResponse::new(Box::pin(
-            async move { write::apply(&pool, message.0).await }.into_actor(self),
+            async move {
+                let outcome = write::apply(&pool, request).await;
+                if outcome.is_ok() {
+                    // each write is its own transaction
+                    metrics::observe_commit_batch(1);
+                }
+                outcome
+            }
+            .instrument(span)
+            .into_actor(self),
         ))
     }
 }
@@ -68,7 +82,7 @@ impl Writers {
             })
             .clone();
         writer
-            .send(Write(request))
+            .send(Write(request, tracing::Span::current(), metrics::writer_queued()))
             .await
             .map_err(|e| ApiError::internal("writer actor unavailable", e))?
     }
