@@ -23,6 +23,7 @@ use crate::db::{self, Pool, local_cluster::LocalCluster};
 use crate::http::error::ApiError;
 use crate::http::files::Files;
 use crate::http::{self, AppState};
+use crate::limits::RateLimits;
 
 /// Name of the database eds keeps in its private cluster.
 const LOCAL_DATABASE: &str = "eds";
@@ -114,10 +115,12 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
 /// Starts serving on `listener`; the returned server runs until stopped.
 pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpListener) -> std::io::Result<Server> {
     let max_body = settings.http.max_body_bytes;
+    let limits = web::Data::new(RateLimits::from_settings(&settings.limits));
     let flushed = state.clone();
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
+            .app_data(limits.clone())
             .app_data(web::PayloadConfig::new(max_body))
             .app_data(
                 web::QueryConfig::default()
@@ -134,6 +137,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
                     service.call(req)
                 }
             })
+            .wrap(from_fn(crate::limits::middleware))
             .wrap(from_fn(cors))
             .wrap(from_fn(crate::metrics::http_middleware))
             .wrap(from_fn(request_log))

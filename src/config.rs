@@ -15,6 +15,7 @@ pub struct Settings {
     pub storage: StorageSettings,
     pub thumbnails: ThumbnailSettings,
     pub log: LogSettings,
+    pub limits: LimitSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -114,6 +115,13 @@ pub struct LogSettings {
 pub enum LogFormat {
     Pretty,
     Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LimitSettings {
+    pub enabled: bool,
+    pub requests_per_minute: u32,
+    pub auth_per_minute: u32,
 }
 
 impl Settings {

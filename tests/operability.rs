@@ -1,10 +1,10 @@
-//! Operability: Prometheus metrics at `/metrics`.
+//! Operability: Prometheus metrics at `/metrics` and rate limits per client address.
 
 mod common;
 
 use std::io::Cursor;
 
-use common::TestApp;
+use common::{Storage, TestApp};
 use image::{DynamicImage, ImageFormat, RgbImage};
 use serde_json::{Value as Json, json};
 
@@ -154,4 +154,77 @@ async fn metrics_label_requests_by_route_pattern_never_by_raw_path() {
     assert!(!text.contains(&person), "an entity id became a label");
     assert!(!text.contains("/api/demo"), "a database name became a label");
     assert!(!text.contains("4242"), "an unmatched path became a label");
+}
+
+/// An app whose limits are `overrides`, addresses given by `X-Forwarded-For`
+/// (the test client is the trusted proxy).
+async fn limited_app(overrides: &[(&str, &str)]) -> TestApp {
+    let mut all = vec![("http.trusted_proxies", "127.0.0.1".to_owned())];
+    all.extend(overrides.iter().map(|(key, value)| (*key, (*value).to_owned())));
+    TestApp::start_with(Storage::Local, &all).await
+}
+
+async fn get_from(app: &TestApp, address: &str, path: &str, key: Option<&str>) -> reqwest::Response {
+    let mut request = app
+        .http
+        .get(format!("{}{path}", app.url))
+        .header("X-Forwarded-For", address);
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    request.send().await.unwrap()
+}
+
+async fn assert_throttled(response: reqwest::Response) {
+    assert_eq!(response.status(), 429);
+    let retry_after: u64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry_after), "Retry-After {retry_after}");
+    let body: Json = response.json().await.unwrap();
+    assert_eq!(body["status"], 429);
+    assert_eq!(body["error"], "rate_limited");
+    assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+}
+
+#[tokio::test]
+async fn the_request_over_the_per_address_limit_gets_429_with_retry_after_and_a_json_body() {
+    let app = limited_app(&[("limits.requests_per_minute", "5")]).await;
+    for _ in 0..5 {
+        assert_eq!(get_from(&app, "10.0.0.1", "/health", None).await.status(), 200);
+    }
+    assert_throttled(get_from(&app, "10.0.0.1", "/api/demo/entity", None).await).await;
+    // another address is not affected
+    assert_eq!(get_from(&app, "10.0.0.2", "/health", None).await.status(), 200);
+    let text = metrics(&app).await;
+    assert_sample_at_least(&text, r#"eds_rate_limited_total{bucket="requests"}"#, 1.0);
+}
+
+#[tokio::test]
+async fn key_exchange_has_its_own_stricter_per_address_limit() {
+    let app = limited_app(&[("limits.auth_per_minute", "2")]).await;
+    let key = app.key.clone();
+    for _ in 0..2 {
+        let response = get_from(&app, "10.0.0.1", "/api/auth?db=demo", Some(&key)).await;
+        assert_eq!(response.status(), 200);
+    }
+    assert_throttled(get_from(&app, "10.0.0.1", "/api/auth?db=demo", Some(&key)).await).await;
+    // the address may still use every other route, and another address may log in
+    assert_eq!(get_from(&app, "10.0.0.1", "/health", None).await.status(), 200);
+    let response = get_from(&app, "10.0.0.2", "/api/auth?db=demo", Some(&key)).await;
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
+async fn limits_enabled_false_lets_every_request_through() {
+    let app = limited_app(&[
+        ("limits.enabled", "false"),
+        ("limits.requests_per_minute", "1"),
+        ("limits.auth_per_minute", "1"),
+    ])
+    .await;
+    let key = app.key.clone();
+    for _ in 0..3 {
+        assert_eq!(get_from(&app, "10.0.0.1", "/health", None).await.status(), 200);
+        let response = get_from(&app, "10.0.0.1", "/api/auth?db=demo", Some(&key)).await;
+        assert_eq!(response.status(), 200);
+    }
 }
