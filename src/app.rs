@@ -114,14 +114,15 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
 
 /// Starts serving on `listener`; the returned server runs until stopped.
 pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpListener) -> std::io::Result<Server> {
-    let max_body = settings.http.max_body_bytes;
+    // Buffered bodies are the JSON writes; the storage upload streams under its own limit.
+    let json_body_limit = settings.http.json_body_limit_bytes;
     let limits = web::Data::new(RateLimits::from_settings(&settings.limits));
     let flushed = state.clone();
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
             .app_data(limits.clone())
-            .app_data(web::PayloadConfig::new(max_body))
+            .app_data(web::PayloadConfig::new(json_body_limit))
             .app_data(
                 web::QueryConfig::default()
                     .error_handler(|error, _| ApiError::bad_request("invalid_query", error.to_string()).into()),

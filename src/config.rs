@@ -26,7 +26,7 @@ pub struct HttpSettings {
     #[serde(deserialize_with = "list_or_comma_separated")]
     pub trusted_proxies: Vec<String>,
     pub workers: usize,
-    pub max_body_bytes: usize,
+    pub json_body_limit_bytes: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -72,6 +72,7 @@ pub enum StorageBackend {
 #[derive(Debug, Clone, Deserialize)]
 pub struct LocalStorageSettings {
     pub path: PathBuf,
+    pub upload_limit_bytes: u64,
 }
 
 #[derive(Clone, Deserialize)]

@@ -1,4 +1,5 @@
-//! Operability: Prometheus metrics at `/metrics` and rate limits per client address.
+//! Operability: Prometheus metrics at `/metrics`, rate limits per client
+//! address, and request body limits per route.
 
 mod common;
 
@@ -227,4 +228,49 @@ async fn limits_enabled_false_lets_every_request_through() {
         let response = get_from(&app, "10.0.0.1", "/api/auth?db=demo", Some(&key)).await;
         assert_eq!(response.status(), 200);
     }
+}
+
+#[tokio::test]
+async fn a_json_write_body_over_http_json_body_limit_bytes_is_413_with_a_json_body() {
+    let app = TestApp::start_with(Storage::Local, &[("http.json_body_limit_bytes", "2000".to_owned())]).await;
+    let token = app.owner_token().await;
+    let person = app.person.clone();
+    let small = json!([{"type": "nickname", "string": "x".repeat(100)}]);
+    let (status, body) = app.post(&format!("/api/demo/entity/{person}"), &token, small).await;
+    assert_eq!(status, 200, "{body}");
+    let large = json!([{"type": "nickname", "string": "x".repeat(3000)}]);
+    for path in ["/api/demo/entity".to_owned(), format!("/api/demo/entity/{person}")] {
+        let (status, body) = app.post(&path, &token, large.clone()).await;
+        assert_eq!(status, 413, "{body}");
+        assert_eq!(body["status"], 413);
+        assert_eq!(body["error"], "payload_too_large");
+    }
+}
+
+#[tokio::test]
+async fn an_upload_over_storage_local_upload_limit_bytes_is_413_with_a_json_body() {
+    let app = TestApp::start_with(
+        Storage::Local,
+        &[("storage.local.upload_limit_bytes", "1000".to_owned())],
+    )
+    .await;
+    let token = app.owner_token().await;
+    let person = app.person.clone();
+    let (status, body) = app
+        .post(
+            &format!("/api/demo/entity/{person}"),
+            &token,
+            json!([
+                {"type": "file", "filename": "small.bin", "filesize": 1000, "filetype": "application/octet-stream"},
+                {"type": "file", "filename": "large.bin", "filesize": 1001, "filetype": "application/octet-stream"},
+            ]),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, text) = put_upload(&app, &body["properties"][0]["upload"], vec![1; 1000]).await;
+    assert_eq!(status, 200, "{text}");
+    let (status, text) = put_upload(&app, &body["properties"][1]["upload"], vec![1; 1001]).await;
+    assert_eq!(status, 413, "{text}");
+    let body: Json = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["error"], "payload_too_large");
 }
