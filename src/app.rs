@@ -170,7 +170,7 @@ async fn request_log(
         .filter(|id| !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic()))
         .map(str::to_owned);
     let id = given.unwrap_or_else(crate::model::ids::new_id);
-    let span = tracing::info_span!("request", id = %id);
+    let span = tracing::info_span!("request", request_id = %id);
     let (method, path) = (req.method().clone(), req.path().to_owned());
     let started = std::time::Instant::now();
     let mut response = next.call(req).instrument(span.clone()).await?;
