@@ -111,21 +111,22 @@ impl Limiter {
     }
 
     pub fn check(&self, key: &str, now: Instant) -> Result<(), Duration> {
-        if let Some(mut arrival) = self.arrivals.get_mut(key) {
-            let at = (*arrival).max(now);
-            let ahead = at - now;
-            if ahead > self.tolerance {
-                return Err(ahead - self.tolerance);
+        if !self.arrivals.contains_key(key) {
+            if self.arrivals.len() >= self.sweep_above.load(Ordering::Relaxed) {
+                self.sweep(now);
             }
-            *arrival = at + self.interval;
-            return Ok(());
+            if self.arrivals.len() >= MAX_KEYS {
+                return Ok(());
+            }
         }
-        if self.arrivals.len() >= self.sweep_above.load(Ordering::Relaxed) {
-            self.sweep(now);
+        // the entry's lock makes concurrent requests of one key count one after the other
+        let mut arrival = self.arrivals.entry(key.to_owned()).or_insert(now);
+        let at = (*arrival).max(now);
+        let ahead = at - now;
+        if ahead > self.tolerance {
+            return Err(ahead - self.tolerance);
         }
-        if self.arrivals.len() < MAX_KEYS {
-            self.arrivals.insert(key.to_owned(), now + self.interval);
-        }
+        *arrival = at + self.interval;
         Ok(())
     }
 
@@ -238,6 +239,22 @@ mod tests {
         // six seconds later every key has its allowance back: a new key sweeps them
         limiter.check("new", now + Duration::from_secs(6)).unwrap();
         assert_eq!(limiter.keys(), 1);
+    }
+
+    #[test]
+    fn past_the_key_cap_new_addresses_pass_untracked() {
+        let limiter = Limiter::new(1, Duration::from_secs(60));
+        let now = Instant::now();
+        for index in 0..MAX_KEYS {
+            limiter.check(&index.to_string(), now).unwrap();
+        }
+        assert_eq!(limiter.keys(), MAX_KEYS);
+        for _ in 0..3 {
+            assert!(limiter.check("late", now).is_ok());
+        }
+        assert_eq!(limiter.keys(), MAX_KEYS);
+        // tracked keys stay limited
+        assert!(limiter.check("0", now).is_err());
     }
 
     #[test]
