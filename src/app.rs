@@ -25,6 +25,7 @@ use crate::db::{self, Pool, local_cluster::LocalCluster};
 use crate::http::error::ApiError;
 use crate::http::files::Files;
 use crate::http::{self, AppState};
+use crate::limits::RateLimits;
 
 /// Name of the database eds keeps in its private cluster.
 const LOCAL_DATABASE: &str = "eds";
@@ -121,12 +122,15 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
 
 /// Starts serving on `listener`; the returned server runs until stopped.
 pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpListener) -> std::io::Result<Server> {
-    let max_body = settings.http.max_body_bytes;
+    // Buffered bodies are the JSON writes; the storage upload streams under its own limit.
+    let json_body_limit = settings.http.json_body_limit_bytes;
+    let limits = web::Data::new(RateLimits::from_settings(&settings.limits));
     let flushed = state.clone();
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
-            .app_data(web::PayloadConfig::new(max_body))
+            .app_data(limits.clone())
+            .app_data(web::PayloadConfig::new(json_body_limit))
             .app_data(
                 web::QueryConfig::default()
                     .error_handler(|error, _| ApiError::bad_request("invalid_query", error.to_string()).into()),
@@ -142,7 +146,9 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
                     service.call(req)
                 }
             })
+            .wrap(from_fn(crate::limits::middleware))
             .wrap(from_fn(cors))
+            .wrap(from_fn(crate::metrics::http_middleware))
             .wrap(from_fn(request_log))
             .configure(http::routes)
             .default_service(web::to(|| async {
@@ -177,7 +183,7 @@ async fn request_log(
         .filter(|id| !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic()))
         .map(str::to_owned);
     let id = given.unwrap_or_else(crate::model::ids::new_id);
-    let span = tracing::info_span!("request", id = %id);
+    let span = tracing::info_span!("request", request_id = %id);
     let (method, path) = (req.method().clone(), req.path().to_owned());
     let started = std::time::Instant::now();
     let mut response = next.call(req).instrument(span.clone()).await?;

@@ -15,6 +15,7 @@ pub struct Settings {
     pub storage: StorageSettings,
     pub thumbnails: ThumbnailSettings,
     pub log: LogSettings,
+    pub limits: LimitSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -25,7 +26,7 @@ pub struct HttpSettings {
     #[serde(deserialize_with = "list_or_comma_separated")]
     pub trusted_proxies: Vec<String>,
     pub workers: usize,
-    pub max_body_bytes: usize,
+    pub json_body_limit_bytes: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -73,6 +74,7 @@ pub enum StorageBackend {
 #[derive(Debug, Clone, Deserialize)]
 pub struct LocalStorageSettings {
     pub path: PathBuf,
+    pub upload_limit_bytes: u64,
 }
 
 #[derive(Clone, Deserialize)]
@@ -116,6 +118,13 @@ pub struct LogSettings {
 pub enum LogFormat {
     Pretty,
     Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LimitSettings {
+    pub enabled: bool,
+    pub requests_per_minute: u32,
+    pub auth_per_minute: u32,
 }
 
 impl Settings {

@@ -8,6 +8,8 @@ pub mod config;
 pub mod db;
 pub mod formula;
 pub mod http;
+pub mod limits;
+pub mod metrics;
 pub mod model;
 pub mod query;
 pub mod rights;

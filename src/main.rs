@@ -129,7 +129,9 @@ fn init_logging(settings: &Settings) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
     match settings.log.format {
-        LogFormat::Json => builder.json().init(),
+        // One object a line: the event's fields at the top, the request span
+        // (with `request_id`) under `span` and `spans`.
+        LogFormat::Json => builder.json().flatten_event(true).init(),
         LogFormat::Pretty => builder.init(),
     }
 }

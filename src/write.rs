@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection};
 use serde_json::Value as Json;
+use tracing::{Instrument, Span};
 
 use crate::auth::api_key::{self, GeneratedKey};
 use crate::db::Pool;
@@ -68,7 +69,7 @@ pub enum WriteOutcome {
 
 /// Applies one write in its own transaction.
 pub async fn apply(pool: &Pool, request: WriteRequest) -> Result<WriteOutcome, ApiError> {
-    apply_batch(pool, vec![request])
+    apply_batch(pool, vec![(request, tracing::Span::current())])
         .await
         .pop()
         .unwrap_or_else(|| Err(ApiError::internal("write", "no outcome")))
@@ -77,14 +78,14 @@ pub async fn apply(pool: &Pool, request: WriteRequest) -> Result<WriteOutcome, A
 /// Applies writes in order in one transaction (group commit: one commit, and
 /// one wait for the disk, for the whole batch). A refused write leaves no
 /// trace and does not disturb the others. Answers one outcome per request,
-/// in order.
-pub async fn apply_batch(pool: &Pool, requests: Vec<WriteRequest>) -> Vec<Result<WriteOutcome, ApiError>> {
+/// in order. Each write runs (and logs) under the span it came with.
+pub async fn apply_batch(pool: &Pool, requests: Vec<(WriteRequest, Span)>) -> Vec<Result<WriteOutcome, ApiError>> {
     let mut outcomes: Vec<Option<Result<WriteOutcome, ApiError>>> = Vec::with_capacity(requests.len());
     let mut batch = Vec::with_capacity(requests.len());
-    for request in requests {
-        match generate_keys(&request).await {
+    for (request, span) in requests {
+        match generate_keys(&request).instrument(span.clone()).await {
             Ok(keys) => {
-                batch.push((request, keys));
+                batch.push((request, keys, span));
                 outcomes.push(None);
             }
             Err(error) => outcomes.push(Some(Err(error))),
@@ -117,22 +118,27 @@ pub async fn apply_batch(pool: &Pool, requests: Vec<WriteRequest>) -> Vec<Result
 /// and a refusal is its outcome; without, the first refusal rolls back all.
 async fn run_batch(
     conn: &mut AsyncPgConnection,
-    batch: &[(WriteRequest, Vec<GeneratedKey>)],
+    batch: &[(WriteRequest, Vec<GeneratedKey>, Span)],
     isolated: bool,
 ) -> Result<Vec<Result<WriteOutcome, ApiError>>, ApiError> {
     conn.transaction(|conn| {
         async move {
             let mut learned = Learned::default();
             let mut outcomes = Vec::with_capacity(batch.len());
-            for (request, keys) in batch {
+            for (request, keys, span) in batch {
                 let (request, keys) = (request.clone(), keys.clone());
                 if !isolated {
-                    outcomes.push(Ok(apply_one(conn, &mut learned, request, keys).await?));
+                    let outcome = apply_one(conn, &mut learned, request, keys).instrument(span.clone());
+                    outcomes.push(Ok(outcome.await?));
                     continue;
                 }
                 let learning = &mut learned;
                 let outcome = conn
-                    .transaction(|conn| apply_one(conn, learning, request, keys).scope_boxed())
+                    .transaction(|conn| {
+                        apply_one(conn, learning, request, keys)
+                            .instrument(span.clone())
+                            .scope_boxed()
+                    })
                     .await;
                 if outcome.is_err() {
                     // what it learned may have been rolled back with it

@@ -30,17 +30,19 @@ fn eds(database_url: &str, data_dir: &std::path::Path) -> Command {
 
 /// Starts `eds serve` and answers it with its base URL, read from its log.
 async fn serve(database_url: &str, data_dir: &std::path::Path) -> (Child, String) {
-    let (child, url, _) = serve_logged(database_url, data_dir).await;
+    let (child, url, _) = serve_logged(database_url, data_dir, &[]).await;
     (child, url)
 }
 
-/// As [`serve`], keeping every log line.
+/// As [`serve`], with further environment variables, keeping every log line.
 async fn serve_logged(
     database_url: &str,
     data_dir: &std::path::Path,
+    env: &[(&str, &str)],
 ) -> (Child, String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut child = eds(database_url, data_dir)
+        .envs(env.iter().copied())
         .arg("serve")
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
@@ -50,7 +52,9 @@ async fn serve_logged(
     while let Some(line) = lines.next_line().await.unwrap() {
         log.lock().unwrap().push(line.clone());
         if let Some(at) = line.find("listening on http://") {
-            let url = line[at + "listening on ".len()..].trim().to_owned();
+            // the address ends the line, or its JSON string
+            let rest = &line[at + "listening on ".len()..];
+            let url = rest.split(['"', ' ']).next().unwrap_or_default().to_owned();
             // keep draining the log so the server never blocks on a full pipe
             let kept = log.clone();
             tokio::spawn(async move {
@@ -270,7 +274,7 @@ async fn server_logs_never_contain_keys_or_tokens() {
     let created: Json = serde_json::from_slice(&created.stdout).unwrap();
     let key = created["api_key"].as_str().unwrap().to_owned();
     let person = created["person"].as_str().unwrap().to_owned();
-    let (_server, url, log) = serve_logged(&database_url, &data_dir.0).await;
+    let (_server, url, log) = serve_logged(&database_url, &data_dir.0, &[]).await;
     let http = reqwest::Client::new();
     let auth: Json = http
         .get(format!("{url}/api/auth?db=demo"))
@@ -321,5 +325,96 @@ async fn server_logs_never_contain_keys_or_tokens() {
     assert!(log.contains("trace-7"), "log lines carry the request id: {log}");
     for secret in [&key, &second_key, &token, &common::JWT_SECRET.to_owned()] {
         assert!(!log.contains(secret.as_str()), "a secret reached the log");
+    }
+}
+
+#[tokio::test]
+async fn json_log_lines_of_a_request_all_carry_its_request_id() {
+    let database_url = common::fresh_database();
+    let data_dir = common::tempdir::Dir::new();
+    let created = eds(&database_url, &data_dir.0)
+        .args(["db", "create", "demo", "--email", "json@example.com"])
+        .output()
+        .await
+        .unwrap();
+    let created: Json = serde_json::from_slice(&created.stdout).unwrap();
+    let (key, person) = (
+        created["api_key"].as_str().unwrap(),
+        created["person"].as_str().unwrap(),
+    );
+    let files = data_dir.0.join("files");
+    // Without PDFium a PDF thumbnail logs from the PDFium thread and from the request.
+    let env = [
+        ("EDS__LOG__FORMAT", "json"),
+        ("EDS__STORAGE__LOCAL__PATH", files.to_str().unwrap()),
+        ("EDS__THUMBNAILS__PDFIUM_LIBRARY", "/nonexistent/libpdfium.so"),
+    ];
+    let (_server, url, log) = serve_logged(&database_url, &data_dir.0, &env).await;
+    let http = reqwest::Client::new();
+    let auth: Json = http
+        .get(format!("{url}/api/auth?db=demo"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = auth["token"].as_str().unwrap().to_owned();
+    let pdf = b"%PDF-1.4\n%%EOF\n".to_vec();
+    let added: Json = http
+        .post(format!("{url}/api/demo/entity/{person}"))
+        .bearer_auth(&token)
+        .json(&json!([{"type": "photo", "filename": "a.pdf", "filesize": pdf.len(), "filetype": "application/pdf"}]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let value = &added["properties"][0];
+    // signed for http.public_url; this process listens on another port
+    let signed = value["upload"]["url"].as_str().unwrap();
+    let path = &signed[signed.find("/storage/").unwrap()..];
+    let mut upload = http.put(format!("{url}{path}")).body(pdf);
+    for (name, header) in value["upload"]["headers"].as_object().unwrap() {
+        upload = upload.header(
+            name.as_str(),
+            header.as_str().map_or_else(|| header.to_string(), str::to_owned),
+        );
+    }
+    assert_eq!(upload.send().await.unwrap().status(), 200);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+
+    let before = log.lock().unwrap().len();
+    let response = http
+        .get(format!(
+            "{url}/api/demo/property/{}/thumbnail/50",
+            value["_id"].as_str().unwrap()
+        ))
+        .bearer_auth(&token)
+        .header("X-Request-Id", "abc-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["x-request-id"], "abc-123");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+
+    let log = log.lock().unwrap().clone();
+    let parsed: Vec<Json> = log
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not a JSON line: {line}")))
+        .collect();
+    let during = &parsed[before..];
+    let messages: Vec<&str> = during.iter().filter_map(|line| line["message"].as_str()).collect();
+    for expected in ["libpdfium could not be loaded", "PDF thumbnail", "served"] {
+        assert!(messages.contains(&expected), "no {expected:?} in {during:?}");
+    }
+    for line in during {
+        let spans = line["spans"].as_array().unwrap_or_else(|| panic!("no spans: {line}"));
+        assert!(
+            spans.iter().any(|span| span["request_id"] == "abc-123"),
+            "a line without the request id: {line}"
+        );
     }
 }

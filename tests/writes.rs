@@ -8,14 +8,15 @@ use eds::model::value::parse_body;
 use eds::write::{WriteOp, WriteOutcome, WriteRequest, apply_batch};
 use serde_json::{Value as Json, json};
 
-fn create(app: &TestApp, values: Json) -> WriteRequest {
-    WriteRequest {
+fn create(app: &TestApp, values: Json) -> (WriteRequest, tracing::Span) {
+    let request = WriteRequest {
         db: "demo".into(),
         actor: app.person.clone(),
         op: WriteOp::CreateEntity {
             values: parse_body(values.to_string().as_bytes()).unwrap(),
         },
-    }
+    };
+    (request, tracing::Span::none())
 }
 
 fn created_id(outcome: &WriteOutcome) -> String {

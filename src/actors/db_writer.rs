@@ -11,9 +11,11 @@ use actix::prelude::*;
 use actix_web::http::StatusCode;
 use dashmap::DashMap;
 use tokio::sync::{Notify, oneshot};
+use tracing::Span;
 
 use crate::db::Pool;
 use crate::http::error::ApiError;
+use crate::metrics;
 use crate::write::{self, WriteOutcome, WriteRequest};
 
 type Reply = oneshot::Sender<Result<WriteOutcome, ApiError>>;
@@ -23,7 +25,7 @@ pub struct DbWriter {
     limits: WriterLimits,
     formulas_due: Arc<Notify>,
     /// Writes waiting for the next transaction, in arrival order.
-    waiting: Vec<(WriteRequest, Reply)>,
+    waiting: Vec<Waiting>,
     committing: bool,
 }
 
@@ -38,9 +40,18 @@ impl Actor for DbWriter {
     type Context = Context<Self>;
 }
 
+/// A write and the request span it was sent from (the writer logs under it).
 #[derive(Message)]
 #[rtype(result = "Result<WriteOutcome, ApiError>")]
-pub struct Write(pub WriteRequest);
+pub struct Write(pub WriteRequest, pub Span);
+
+struct Waiting {
+    request: WriteRequest,
+    span: Span,
+    reply: Reply,
+    /// Its place in the writer-queue gauge, given up when its transaction starts.
+    _queued: metrics::Queued,
+}
 
 impl Handler<Write> for DbWriter {
     type Result = ResponseFuture<Result<WriteOutcome, ApiError>>;
@@ -50,7 +61,13 @@ impl Handler<Write> for DbWriter {
             return Box::pin(async { Err(busy()) });
         }
         let (reply, outcome) = oneshot::channel();
-        self.waiting.push((message.0, reply));
+        let Write(request, span) = message;
+        self.waiting.push(Waiting {
+            request,
+            span,
+            reply,
+            _queued: metrics::writer_queued(),
+        });
         self.commit_next(ctx);
         Box::pin(async move {
             outcome
@@ -69,7 +86,12 @@ impl DbWriter {
         }
         self.committing = true;
         let take = self.waiting.len().min(self.limits.batch);
-        let (requests, replies): (Vec<_>, Vec<_>) = self.waiting.drain(..take).unzip();
+        let (requests, replies): (Vec<_>, Vec<_>) = self
+            .waiting
+            .drain(..take)
+            .map(|waiting| ((waiting.request, waiting.span), waiting.reply))
+            .unzip();
+        metrics::observe_commit_batch(requests.len());
         let pool = self.pool.clone();
         let formulas_due = self.formulas_due.clone();
         ctx.spawn(
@@ -139,7 +161,7 @@ impl Writers {
             })
             .clone();
         writer
-            .send(Write(request))
+            .send(Write(request, Span::current()))
             .await
             .map_err(|e| ApiError::internal("writer actor unavailable", e))?
     }

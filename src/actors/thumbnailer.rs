@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix_web::http::StatusCode;
 use dashmap::{DashMap, DashSet};
@@ -17,6 +17,7 @@ use futures_util::future::{BoxFuture, Shared};
 use tokio::sync::oneshot;
 
 use crate::http::error::ApiError;
+use crate::metrics;
 use crate::storage::{ObjectKey, ObjectStore, ReadObject};
 use crate::thumbnail::{self, Source, ThumbnailError};
 
@@ -117,14 +118,14 @@ impl Inner {
         };
         let jpeg = match thumbnail::sniff(&bytes)? {
             Source::Image(format) => {
-                run(&self.images, None, move || {
+                run(&self.images, "image", None, move || {
                     thumbnail::render_image(&bytes, format, size)
                 })
                 .await?
             }
             Source::Pdf => {
                 let library = self.pdfium_library.clone();
-                run(&self.pdfs, Some(self.pdf_timeout), move || {
+                run(&self.pdfs, "pdf", Some(self.pdf_timeout), move || {
                     thumbnail::render_pdf(thumbnail::pdfium(&library)?, &bytes, size)
                 })
                 .await?
@@ -144,21 +145,30 @@ fn busy() -> ApiError {
     )
 }
 
-/// Runs `render` on a thread of `queue`; with `limit`, gives up once the
-/// rendering has run that long (the time spent waiting in the queue is not counted).
+/// Runs `render` on a thread of `queue` (named `kind` in the metrics); with
+/// `limit`, gives up once the rendering has run that long (the time spent
+/// waiting in the queue is not counted). The thread logs under the caller's span.
 async fn run(
     queue: &SyncSender<Job>,
+    kind: &'static str,
     limit: Option<Duration>,
     render: impl FnOnce() -> Result<Vec<u8>, ThumbnailError> + Send + 'static,
 ) -> Result<Vec<u8>, ApiError> {
     let (started_tx, started_rx) = oneshot::channel::<()>();
     let (done_tx, done_rx) = oneshot::channel();
+    let span = tracing::Span::current();
+    let queued = metrics::thumbnail_queued(kind);
     let job: Job = Box::new(move || {
+        drop(queued);
+        let _entered = span.enter();
         // Nobody waits any more (the request timed out or went away): skip it.
         if started_tx.send(()).is_err() {
             return;
         }
-        let _ = done_tx.send(render());
+        let started = Instant::now();
+        let rendered = render();
+        metrics::observe_render(kind, started.elapsed().as_secs_f64());
+        let _ = done_tx.send(rendered);
     });
     queue.try_send(job).map_err(|error| match error {
         TrySendError::Full(_) => busy(),

@@ -94,10 +94,10 @@ impl JwtKeys {
 
     /// Checks a token presented to the REST API: signature, expiry, `use`, and
     /// the address binding.
-    pub fn verify_access(&self, token: &str, client_ip: &str, now: DateTime<Utc>) -> Result<Claims, ApiError> {
+    pub fn verify_access(&self, token: &str, client_ip: &str, now: DateTime<Utc>) -> Result<Claims, Refusal> {
         let claims = self.verify_signature(token)?;
         if claims.exp <= now.timestamp() {
-            return Err(ApiError::unauthorized("Token expired"));
+            return Err(Refusal::Expired);
         }
         self.check_use_and_address(claims, client_ip, now)
     }
@@ -105,42 +105,86 @@ impl JwtKeys {
     /// Checks a token presented for refresh: as for the API, but an expired
     /// token passes within the idle (14 days from its issue) and absolute
     /// (30 days from the login) limits, and an unbound token never does.
-    pub fn verify_refresh(&self, token: &str, client_ip: &str, now: DateTime<Utc>) -> Result<Claims, ApiError> {
+    pub fn verify_refresh(&self, token: &str, client_ip: &str, now: DateTime<Utc>) -> Result<Claims, Refusal> {
         let claims = self.verify_signature(token)?;
         if claims.ip.is_none() {
-            return Err(ApiError::unauthorized("Invalid token"));
+            return Err(Refusal::Unbound);
         }
         let claims = self.check_use_and_address(claims, client_ip, now)?;
         let now = now.timestamp();
         if now - claims.iat > REFRESH_IDLE_SECONDS {
-            return Err(ApiError::unauthorized("Token too old, re-authenticate"));
+            return Err(Refusal::IdleLimit);
         }
         if now - claims.auth_time > REFRESH_ABSOLUTE_SECONDS {
-            return Err(ApiError::unauthorized("Session expired, re-authenticate"));
+            return Err(Refusal::SessionLimit);
         }
         Ok(claims)
     }
 
-    fn verify_signature(&self, token: &str) -> Result<Claims, ApiError> {
+    fn verify_signature(&self, token: &str) -> Result<Claims, Refusal> {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = 0;
         validation.validate_exp = false; // checked by the callers against the injected clock
         validation.required_spec_claims.clear();
         jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation)
             .map(|data| data.claims)
-            .map_err(|_| ApiError::unauthorized("Invalid token"))
+            .map_err(|_| Refusal::Invalid)
     }
 
-    fn check_use_and_address(&self, claims: Claims, client_ip: &str, now: DateTime<Utc>) -> Result<Claims, ApiError> {
+    fn check_use_and_address(&self, claims: Claims, client_ip: &str, now: DateTime<Utc>) -> Result<Claims, Refusal> {
         match claims.token_use.as_deref() {
             Some(USE_ACCESS) => {}
             None if now < self.untyped_until => {}
-            _ => return Err(ApiError::unauthorized("Invalid token")),
+            _ => return Err(Refusal::WrongUse),
         }
         if claims.ip.as_deref().is_some_and(|bound| bound != client_ip) {
-            return Err(ApiError::unauthorized("Invalid token"));
+            return Err(Refusal::IpMismatch);
         }
         Ok(claims)
+    }
+}
+
+/// Why a token was refused; each answers 401 with the spec's message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Malformed, or not signed with the service's secret.
+    Invalid,
+    Expired,
+    /// Not an access token (or an untyped one past the cutoff).
+    WrongUse,
+    /// Bound to another client address.
+    IpMismatch,
+    /// An unbound (OAuth) token presented for refresh.
+    Unbound,
+    /// Refresh past 14 days from the token's issue.
+    IdleLimit,
+    /// Refresh past 30 days from the login.
+    SessionLimit,
+}
+
+impl Refusal {
+    /// A stable name for metrics.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Refusal::Invalid => "invalid",
+            Refusal::Expired => "expired",
+            Refusal::WrongUse => "wrong_use",
+            Refusal::IpMismatch => "ip_mismatch",
+            Refusal::Unbound => "unbound",
+            Refusal::IdleLimit => "idle_limit",
+            Refusal::SessionLimit => "session_limit",
+        }
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> ApiError {
+        ApiError::unauthorized(match refusal {
+            Refusal::Expired => "Token expired",
+            Refusal::IdleLimit => "Token too old, re-authenticate",
+            Refusal::SessionLimit => "Session expired, re-authenticate",
+            Refusal::Invalid | Refusal::WrongUse | Refusal::IpMismatch | Refusal::Unbound => "Invalid token",
+        })
     }
 }
 
@@ -172,7 +216,8 @@ mod tests {
         let now = Utc::now();
         let token = keys().sign(&claims(now)).unwrap();
         let error = keys().verify_access(&token, "127.0.0.2", now).unwrap_err();
-        assert_eq!(error.message, "Invalid token");
+        assert_eq!(error, Refusal::IpMismatch);
+        assert_eq!(ApiError::from(error).message, "Invalid token");
     }
 
     #[test]
@@ -181,11 +226,14 @@ mod tests {
         let token = keys().sign(&claims(now)).unwrap();
         let later = now + chrono::Duration::seconds(TOKEN_LIFETIME_SECONDS);
         assert_eq!(
-            keys().verify_access(&token, "127.0.0.1", later).unwrap_err().status,
-            401
+            keys().verify_access(&token, "127.0.0.1", later).unwrap_err(),
+            Refusal::Expired
         );
         let other = JwtKeys::new(b"other", NaiveDate::from_ymd_opt(2026, 11, 6).unwrap());
-        assert_eq!(other.verify_access(&token, "127.0.0.1", now).unwrap_err().status, 401);
+        assert_eq!(
+            other.verify_access(&token, "127.0.0.1", now).unwrap_err(),
+            Refusal::Invalid
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ use super::{AppState, bearer, client_ip};
 use crate::auth::api_key;
 use crate::auth::jwt::Claims;
 use crate::db::values;
+use crate::metrics;
 use crate::view::format_datetime;
 
 #[derive(Debug, Deserialize)]
@@ -32,9 +33,9 @@ pub async fn authenticate(
     req: HttpRequest,
     query: web::Query<AuthQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let credential = bearer(&req).ok_or_else(|| ApiError::unauthorized("No key"))?;
+    let credential = bearer(&req).ok_or_else(|| refused(LOGIN, "missing", "No key"))?;
     if !api_key::looks_like_key(credential) {
-        return Err(ApiError::unauthorized("Invalid API key"));
+        return Err(refused(LOGIN, "invalid_key", "Invalid API key"));
     }
     let mut conn = state.pool.get().await?;
     let candidates = values::api_key_candidates(&mut conn, &api_key::lookup(credential)).await?;
@@ -46,11 +47,11 @@ pub async fn authenticate(
     })
     .await
     .map_err(|e| ApiError::internal("key verification failed", e))?
-    .ok_or_else(|| ApiError::unauthorized("Invalid API key"))?;
+    .ok_or_else(|| refused(LOGIN, "invalid_key", "Invalid API key"))?;
 
     let wanted = query.db.as_ref().or(query.account.as_ref());
     if wanted.is_some_and(|wanted| *wanted != matched.db) {
-        return Err(ApiError::unauthorized("No accessible accounts"));
+        return Err(refused(LOGIN, NO_ACCOUNTS, "No accessible accounts"));
     }
     let sub = api_key_login(&matched.db, &matched.value_id);
     let accounts = login_accounts(&mut conn, &sub).await?;
@@ -60,19 +61,22 @@ pub async fn authenticate(
         Some(client_ip(&req, &state.trusted_proxies)),
         state.clock.now(),
     );
-    token_response(&state, &mut conn, &claims).await
+    token_response(&state, &mut conn, &claims, LOGIN).await
 }
 
 /// `GET /api/auth/refresh`: a new token for a still valid or recently expired
 /// one, with database access looked up again.
 pub async fn refresh(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    let token = bearer(&req).ok_or_else(ApiError::token_required)?;
+    let token = bearer(&req).ok_or_else(|| refused(REFRESH, "missing", "No token"))?;
     let ip = client_ip(&req, &state.trusted_proxies);
     let now = state.clock.now();
-    let claims = state.jwt.verify_refresh(token, &ip, now)?;
+    let claims = state.jwt.verify_refresh(token, &ip, now).map_err(|refusal| {
+        metrics::token_refused(REFRESH, refusal.reason());
+        ApiError::from(refusal)
+    })?;
     let mut conn = state.pool.get().await?;
     let accounts = login_accounts(&mut conn, &claims.sub).await?;
-    token_response(&state, &mut conn, &claims.refreshed(accounts, ip, now)).await
+    token_response(&state, &mut conn, &claims.refreshed(accounts, ip, now), REFRESH).await
 }
 
 /// The databases a login reaches now, with the person it is in each: an API
@@ -89,14 +93,26 @@ async fn login_accounts(conn: &mut AsyncPgConnection, sub: &str) -> Result<BTree
     Ok(accounts)
 }
 
-/// `{accounts, user, token, expires}` for signed `claims`.
+/// Names of the token flows and refusal reasons in the metrics.
+const LOGIN: &str = "login";
+const REFRESH: &str = "refresh";
+const NO_ACCOUNTS: &str = "no_accounts";
+
+/// A refused credential: counted, and answered 401 with `message`.
+fn refused(flow: &'static str, reason: &'static str, message: &'static str) -> ApiError {
+    metrics::token_refused(flow, reason);
+    ApiError::unauthorized(message)
+}
+
+/// `{accounts, user, token, expires}` for signed `claims`, issued through `flow`.
 async fn token_response(
     state: &AppState,
     conn: &mut AsyncPgConnection,
     claims: &Claims,
+    flow: &'static str,
 ) -> Result<HttpResponse, ApiError> {
     if claims.accounts.is_empty() {
-        return Err(ApiError::unauthorized("No accessible accounts"));
+        return Err(refused(flow, NO_ACCOUNTS, "No accessible accounts"));
     }
     let mut accounts = Vec::new();
     let mut user_name = None;
@@ -112,6 +128,7 @@ async fn token_response(
         accounts.push(json!({"_id": db, "name": db, "user": {"_id": person, "name": name}}));
     }
     let token = state.jwt.sign(claims)?;
+    metrics::token_issued(flow);
     let expires = DateTime::from_timestamp(claims.exp, 0).unwrap_or_default();
     Ok(HttpResponse::Ok().json(json!({
         "accounts": accounts,

@@ -25,6 +25,8 @@ pub struct Files {
     pub store: Arc<dyn ObjectStore>,
     /// The local backend, when this process serves its URLs.
     pub local: Option<Arc<LocalStore>>,
+    /// Largest upload to the local backend's signed URLs.
+    pub upload_limit: u64,
     pub thumbnailer: Thumbnailer,
 }
 
@@ -44,6 +46,7 @@ impl Files {
         Ok(Files {
             store,
             local,
+            upload_limit: settings.storage.local.upload_limit_bytes,
             thumbnailer,
         })
     }
@@ -202,6 +205,14 @@ pub async fn storage_put(
     let (local, key, signed) = signed_request(&state, &req, &key)?;
     let text = |name: header::HeaderName| req.headers().get(name).and_then(|value| value.to_str().ok());
     let content_length = text(header::CONTENT_LENGTH).and_then(|length| length.parse::<u64>().ok());
+    // The length must match the signed one, so the header bounds what is streamed.
+    if content_length.is_some_and(|length| length > state.files.upload_limit) {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("Uploads are limited to {} bytes", state.files.upload_limit),
+        ));
+    }
     local
         .verify("PUT", &key, &signed, text(header::CONTENT_TYPE), content_length)
         .map_err(refused)?;

@@ -5,6 +5,7 @@ pub mod entity;
 pub mod error;
 pub mod files;
 pub mod health;
+pub mod metrics;
 pub mod property;
 pub mod usage;
 
@@ -125,7 +126,13 @@ fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
     };
     let state = state(req)?;
     let ip = client_ip(req, &state.trusted_proxies);
-    let claims = state.jwt.verify_access(token, &ip, state.clock.now())?;
+    let claims = state
+        .jwt
+        .verify_access(token, &ip, state.clock.now())
+        .map_err(|refusal| {
+            crate::metrics::token_refused("request", refusal.reason());
+            ApiError::from(refusal)
+        })?;
     Ok(Caller { claims: Some(claims) })
 }
 
@@ -166,6 +173,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", web::get().to(health::about))
         .route("/health", web::get().to(health::health))
         .route("/ready", web::get().to(health::ready))
+        .route("/metrics", web::get().to(metrics::read))
         .route("/api/auth", web::get().to(auth::authenticate))
         .route("/api/auth/refresh", web::get().to(auth::refresh))
         .route("/api/{db}", web::get().to(usage::read))

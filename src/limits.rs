@@ -1,0 +1,294 @@
+//! Rate limits per client address (`limits.*`): every request draws from the
+//! `requests` bucket, and routes that exchange credentials also from the
+//! stricter `auth` bucket. Over a limit → 429 with `Retry-After`.
+//!
+//! Each bucket is a GCRA (the arithmetic of a token bucket with one timestamp
+//! per key): N requests a minute may come in one burst, then one every
+//! minute/N. A key whose allowance is whole again holds no state, so idle
+//! addresses are dropped and memory follows the addresses active in the
+//! last minute, up to a cap.
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{Method, StatusCode, header};
+use actix_web::middleware::Next;
+use actix_web::{ResponseError, web};
+use dashmap::DashMap;
+
+use crate::config::LimitSettings;
+use crate::http::error::ApiError;
+use crate::http::{AppState, client_ip};
+use crate::metrics;
+
+/// Keys one bucket tracks at most; addresses beyond it pass unlimited until
+/// idle ones are dropped (better than refusing everyone new).
+const MAX_KEYS: usize = 100_000;
+/// The table is swept of idle keys when it grows past this (and then past
+/// twice what a sweep left).
+const FIRST_SWEEP: usize = 1024;
+
+/// A named limit; its name labels the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bucket {
+    /// Every request.
+    Requests,
+    /// Credential exchange and sign-in.
+    Auth,
+}
+
+impl Bucket {
+    pub fn name(self) -> &'static str {
+        match self {
+            Bucket::Requests => "requests",
+            Bucket::Auth => "auth",
+        }
+    }
+}
+
+/// The stricter bucket a route draws from besides `Requests`, by method and
+/// route pattern. Sign-in routes join `Auth` here.
+fn route_bucket(method: &Method, pattern: &str) -> Option<Bucket> {
+    match (method, pattern) {
+        (&Method::GET, "/api/auth") => Some(Bucket::Auth),
+        _ => None,
+    }
+}
+
+/// The configured buckets; a bucket is absent when its limit is off.
+pub struct RateLimits {
+    requests: Option<Limiter>,
+    auth: Option<Limiter>,
+}
+
+impl RateLimits {
+    pub fn from_settings(settings: &LimitSettings) -> RateLimits {
+        let per_minute =
+            |count: u32| (settings.enabled && count > 0).then(|| Limiter::new(count, Duration::from_secs(60)));
+        RateLimits {
+            requests: per_minute(settings.requests_per_minute),
+            auth: per_minute(settings.auth_per_minute),
+        }
+    }
+
+    /// Charges one request of `key` to `bucket`; `Err(wait)` when over the
+    /// limit, `wait` being how long until the next one would pass.
+    pub fn check(&self, bucket: Bucket, key: &str) -> Result<(), Duration> {
+        let limiter = match bucket {
+            Bucket::Requests => &self.requests,
+            Bucket::Auth => &self.auth,
+        };
+        match limiter {
+            Some(limiter) => limiter.check(key, Instant::now()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// One bucket: the theoretical arrival time of each key's next request.
+pub struct Limiter {
+    /// Time one request's share of the allowance takes to come back.
+    interval: Duration,
+    /// How far ahead of now a key's arrival time may run: the burst.
+    tolerance: Duration,
+    arrivals: DashMap<String, Instant>,
+    sweep_above: AtomicUsize,
+}
+
+impl Limiter {
+    /// `count` requests per `window`, all of them allowed at once.
+    pub fn new(count: u32, window: Duration) -> Limiter {
+        let interval = window / count.max(1);
+        Limiter {
+            interval,
+            tolerance: window.saturating_sub(interval),
+            arrivals: DashMap::new(),
+            sweep_above: AtomicUsize::new(FIRST_SWEEP),
+        }
+    }
+
+    pub fn check(&self, key: &str, now: Instant) -> Result<(), Duration> {
+        if !self.arrivals.contains_key(key) {
+            if self.arrivals.len() >= self.sweep_above.load(Ordering::Relaxed) {
+                self.sweep(now);
+            }
+            if self.arrivals.len() >= MAX_KEYS {
+                return Ok(());
+            }
+        }
+        // the entry's lock makes concurrent requests of one key count one after the other
+        let mut arrival = self.arrivals.entry(key.to_owned()).or_insert(now);
+        let at = (*arrival).max(now);
+        let ahead = at - now;
+        if ahead > self.tolerance {
+            return Err(ahead - self.tolerance);
+        }
+        *arrival = at + self.interval;
+        Ok(())
+    }
+
+    /// Drops the keys whose allowance is whole again.
+    fn sweep(&self, now: Instant) {
+        self.arrivals.retain(|_, arrival| *arrival > now);
+        self.sweep_above
+            .store((self.arrivals.len() * 2).max(FIRST_SWEEP), Ordering::Relaxed);
+    }
+
+    #[cfg(test)]
+    fn keys(&self) -> usize {
+        self.arrivals.len()
+    }
+}
+
+/// The key of a client address: an IPv6 client is one /64 network (what one
+/// host is usually given), so it cannot dodge the limit by changing addresses.
+fn address_key(address: &str) -> String {
+    match address.parse::<IpAddr>() {
+        Ok(IpAddr::V6(v6)) if v6.to_ipv4_mapped().is_none() => {
+            let segments = v6.segments();
+            format!(
+                "{:x}:{:x}:{:x}:{:x}::/64",
+                segments[0], segments[1], segments[2], segments[3]
+            )
+        }
+        Ok(IpAddr::V6(v6)) => v6.to_ipv4_mapped().map(|v4| v4.to_string()).unwrap_or_default(),
+        _ => address.to_owned(),
+    }
+}
+
+/// Answers 429 once the client address is over a bucket it draws from.
+pub async fn middleware(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> actix_web::Result<ServiceResponse<EitherBody<impl MessageBody>>> {
+    let (Some(limits), Some(state)) = (
+        req.app_data::<web::Data<RateLimits>>(),
+        req.app_data::<web::Data<AppState>>(),
+    ) else {
+        return Ok(next.call(req).await?.map_into_left_body());
+    };
+    let key = address_key(&client_ip(req.request(), &state.trusted_proxies));
+    let stricter = req
+        .match_pattern()
+        .and_then(|pattern| route_bucket(req.method(), &pattern));
+    for bucket in std::iter::once(Bucket::Requests).chain(stricter) {
+        if let Err(wait) = limits.check(bucket, &key) {
+            metrics::rate_limited(bucket.name());
+            let response = too_many_requests(wait);
+            return Ok(req.into_response(response).map_into_right_body());
+        }
+    }
+    Ok(next.call(req).await?.map_into_left_body())
+}
+
+fn too_many_requests(wait: Duration) -> actix_web::HttpResponse {
+    // whole seconds, rounded up: a client that waits that long gets through
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let mut response = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limited",
+        format!("Too many requests; retry in {seconds} s"),
+    )
+    .error_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds.max(1)));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn n_requests_pass_at_once_and_the_next_waits_one_interval() {
+        let limiter = Limiter::new(3, Duration::from_secs(60));
+        let now = Instant::now();
+        for _ in 0..3 {
+            assert_eq!(limiter.check("a", now), Ok(()));
+        }
+        assert_eq!(limiter.check("a", now), Err(Duration::from_secs(20)));
+        assert_eq!(
+            limiter.check("a", now + Duration::from_secs(19)),
+            Err(Duration::from_secs(1))
+        );
+        assert_eq!(limiter.check("a", now + Duration::from_secs(20)), Ok(()));
+        assert!(limiter.check("a", now + Duration::from_secs(20)).is_err());
+    }
+
+    #[test]
+    fn keys_are_limited_apart() {
+        let limiter = Limiter::new(1, Duration::from_secs(60));
+        let now = Instant::now();
+        assert!(limiter.check("a", now).is_ok());
+        assert!(limiter.check("a", now).is_err());
+        assert!(limiter.check("b", now).is_ok());
+    }
+
+    #[test]
+    fn idle_keys_are_evicted() {
+        let limiter = Limiter::new(10, Duration::from_secs(60));
+        let now = Instant::now();
+        for index in 0..FIRST_SWEEP {
+            limiter.check(&index.to_string(), now).unwrap();
+        }
+        assert_eq!(limiter.keys(), FIRST_SWEEP);
+        // six seconds later every key has its allowance back: a new key sweeps them
+        limiter.check("new", now + Duration::from_secs(6)).unwrap();
+        assert_eq!(limiter.keys(), 1);
+    }
+
+    #[test]
+    fn past_the_key_cap_new_addresses_pass_untracked() {
+        let limiter = Limiter::new(1, Duration::from_secs(60));
+        let now = Instant::now();
+        for index in 0..MAX_KEYS {
+            limiter.check(&index.to_string(), now).unwrap();
+        }
+        assert_eq!(limiter.keys(), MAX_KEYS);
+        for _ in 0..3 {
+            assert!(limiter.check("late", now).is_ok());
+        }
+        assert_eq!(limiter.keys(), MAX_KEYS);
+        // tracked keys stay limited
+        assert!(limiter.check("0", now).is_err());
+    }
+
+    #[test]
+    fn a_limit_of_zero_or_enabled_false_turns_a_bucket_off() {
+        let settings = |enabled, auth_per_minute| LimitSettings {
+            enabled,
+            requests_per_minute: 1,
+            auth_per_minute,
+        };
+        let limits = RateLimits::from_settings(&settings(true, 0));
+        assert!(limits.check(Bucket::Requests, "a").is_ok());
+        assert!(limits.check(Bucket::Requests, "a").is_err());
+        for _ in 0..3 {
+            assert!(limits.check(Bucket::Auth, "a").is_ok());
+        }
+        let off = RateLimits::from_settings(&settings(false, 1));
+        for _ in 0..3 {
+            assert!(off.check(Bucket::Requests, "a").is_ok());
+            assert!(off.check(Bucket::Auth, "a").is_ok());
+        }
+    }
+
+    #[test]
+    fn an_ipv6_client_is_limited_by_its_64_network() {
+        assert_eq!(address_key("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+        assert_eq!(address_key("2001:db8:1:2:bbbb::9"), "2001:db8:1:2::/64");
+        assert_eq!(address_key("::ffff:10.0.0.1"), "10.0.0.1");
+        assert_eq!(address_key("10.0.0.1"), "10.0.0.1");
+    }
+
+    #[test]
+    fn key_exchange_draws_from_the_auth_bucket() {
+        assert_eq!(route_bucket(&Method::GET, "/api/auth"), Some(Bucket::Auth));
+        assert_eq!(route_bucket(&Method::GET, "/api/auth/refresh"), None);
+        assert_eq!(route_bucket(&Method::GET, "/api/{db}/entity"), None);
+    }
+}
