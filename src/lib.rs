@@ -2,6 +2,7 @@
 //! typed, multi-valued properties, served over HTTP.
 
 pub mod actors;
+pub mod admin;
 pub mod app;
 pub mod auth;
 pub mod config;

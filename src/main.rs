@@ -3,9 +3,10 @@
 use std::io::IsTerminal;
 
 use clap::{Parser, Subcommand};
+use eds::admin;
 use eds::app::{self, ClusterGuard};
 use eds::config::{LogFormat, Settings};
-use eds::db;
+use eds::db::{self, Pool};
 use eds::model::API_KEY_PROPERTY;
 use eds::model::value::{Value, ValueInput};
 use eds::write::{self, WriteOp, WriteOutcome, WriteRequest};
@@ -45,6 +46,13 @@ enum DbCommand {
         #[arg(long = "name", value_name = "N")]
         person_name: Option<String>,
     },
+    /// One JSON line per database: its name and live entity count.
+    List,
+    /// The usage object of `GET /api/{db}`.
+    Usage {
+        #[arg(value_name = "NAME")]
+        database: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -55,6 +63,13 @@ enum KeyCommand {
         database: String,
         #[arg(value_name = "PERSON_ID")]
         person: String,
+    },
+    /// Soft-delete a service_api_key value: that key no longer logs in.
+    Revoke {
+        #[arg(value_name = "DB")]
+        database: String,
+        #[arg(value_name = "VALUE_ID")]
+        value_id: String,
     },
 }
 
@@ -83,8 +98,7 @@ fn run(cli: Cli) -> Result<(), String> {
             email,
             person_name,
         }) => runtime.block_on(async {
-            db::migrate(&url)?;
-            let pool = db::pool(&url, 2, settings.database.statement_timeout_ms)?;
+            let pool = admin_pool(&url, &settings)?;
             let name = person_name.unwrap_or_else(|| email.clone());
             let created = db::databases::create(&pool, &database, &email, &name)
                 .await
@@ -96,8 +110,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }),
         Command::Key(KeyCommand::Create { database, person }) => runtime.block_on(async {
-            db::migrate(&url)?;
-            let pool = db::pool(&url, 2, settings.database.statement_timeout_ms)?;
+            let pool = admin_pool(&url, &settings)?;
             let request = WriteRequest {
                 db: database,
                 actor: person.clone(),
@@ -118,7 +131,31 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", json!({ "api_key": values[0]["string"] }));
             Ok(())
         }),
+        Command::Db(DbCommand::List) => runtime.block_on(async {
+            let pool = admin_pool(&url, &settings)?;
+            for found in admin::list_databases(&pool).await? {
+                println!("{}", json!({"database": found.database, "entities": found.entities}));
+            }
+            Ok(())
+        }),
+        Command::Db(DbCommand::Usage { database }) => runtime.block_on(async {
+            let pool = admin_pool(&url, &settings)?;
+            println!("{}", admin::usage(&pool, &database).await?);
+            Ok(())
+        }),
+        Command::Key(KeyCommand::Revoke { database, value_id }) => runtime.block_on(async {
+            let pool = admin_pool(&url, &settings)?;
+            admin::revoke_key(&pool, &database, &value_id).await?;
+            println!("{}", json!({"revoked": value_id}));
+            Ok(())
+        }),
     }
+}
+
+/// Migrates, then answers a small pool for one administration command.
+fn admin_pool(url: &str, settings: &Settings) -> Result<Pool, String> {
+    db::migrate(url)?;
+    db::pool(url, 2, settings.database.statement_timeout_ms)
 }
 
 fn init_logging(settings: &Settings) {
