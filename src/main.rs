@@ -1,15 +1,16 @@
 //! The `eds` command: serve, migrate, and administer databases and keys.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use eds::admin;
 use eds::app::{self, ClusterGuard};
 use eds::config::{LogFormat, Settings};
 use eds::db::{self, Pool};
 use eds::model::API_KEY_PROPERTY;
 use eds::model::value::{Value, ValueInput};
 use eds::write::{self, WriteOp, WriteOutcome, WriteRequest};
+use eds::{admin, export};
 use serde_json::json;
 
 #[derive(Parser)]
@@ -31,6 +32,20 @@ enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Write a database as JSON lines (format: docs/export.md), to stdout or FILE.
+    Export {
+        #[arg(value_name = "NAME")]
+        database: String,
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Read an export into database NAME, which must be new or hold no entities.
+    Import {
+        #[arg(value_name = "NAME")]
+        database: String,
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -147,6 +162,35 @@ fn run(cli: Cli) -> Result<(), String> {
             let pool = admin_pool(&url, &settings)?;
             admin::revoke_key(&pool, &database, &value_id).await?;
             println!("{}", json!({"revoked": value_id}));
+            Ok(())
+        }),
+        Command::Export { database, out } => runtime.block_on(async {
+            let pool = admin_pool(&url, &settings)?;
+            match out {
+                Some(path) => {
+                    let header = export::export_to_file(&pool, &database, &path).await?;
+                    println!(
+                        "{}",
+                        json!({"database": database, "entities": header.entities, "values": header.values, "file": path})
+                    );
+                }
+                None => {
+                    let mut stdout = std::io::BufWriter::new(std::io::stdout());
+                    export::export(&pool, &database, &mut stdout).await?;
+                }
+            }
+            Ok(())
+        }),
+        Command::Import { database, file } => runtime.block_on(async {
+            let pool = admin_pool(&url, &settings)?;
+            let input = std::fs::File::open(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            let imported = export::import(&pool, &database, std::io::BufReader::new(input))
+                .await
+                .map_err(|e| format!("{}: {e}", file.display()))?;
+            println!(
+                "{}",
+                json!({"database": database, "entities": imported.entities, "values": imported.values})
+            );
             Ok(())
         }),
     }
