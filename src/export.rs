@@ -471,6 +471,11 @@ pub async fn import(pool: &Pool, db: &str, input: impl BufRead + Send) -> Result
                     read.entities, read.values, header.entities, header.values
                 )));
             }
+            // Fresh statistics: planned for the tables as they were, the
+            // projection queries take a full scan per entity.
+            diesel::sql_query("ANALYZE entities, property_values")
+                .execute(conn)
+                .await?;
             rebuild_projections(conn, db).await?;
             Ok(read)
         }
