@@ -165,7 +165,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }),
         Command::Export { database, out } => runtime.block_on(async {
-            let pool = admin_pool(&url, &settings)?;
+            let pool = bulk_pool(&url)?;
             match out {
                 Some(path) => {
                     let header = export::export_to_file(&pool, &database, &path).await?;
@@ -182,7 +182,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }),
         Command::Import { database, file } => runtime.block_on(async {
-            let pool = admin_pool(&url, &settings)?;
+            let pool = bulk_pool(&url)?;
             let input = std::fs::File::open(&file).map_err(|e| format!("{}: {e}", file.display()))?;
             let imported = export::import(&pool, &database, std::io::BufReader::new(input))
                 .await
@@ -200,6 +200,14 @@ fn run(cli: Cli) -> Result<(), String> {
 fn admin_pool(url: &str, settings: &Settings) -> Result<Pool, String> {
     db::migrate(url)?;
     db::pool(url, 2, settings.database.statement_timeout_ms)
+}
+
+/// As [`admin_pool`], without a statement limit: the limit guards the server
+/// against slow requests, and would cut an hour-long import short at its
+/// largest statement.
+fn bulk_pool(url: &str) -> Result<Pool, String> {
+    db::migrate(url)?;
+    db::pool(url, 2, 0)
 }
 
 fn init_logging(settings: &Settings) {
