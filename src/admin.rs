@@ -28,12 +28,6 @@ impl From<Failure> for String {
     }
 }
 
-impl From<String> for Failure {
-    fn from(message: String) -> Failure {
-        Failure(message)
-    }
-}
-
 impl From<diesel::result::Error> for Failure {
     fn from(error: diesel::result::Error) -> Failure {
         Failure(format!("database error: {error}"))

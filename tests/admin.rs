@@ -394,12 +394,18 @@ async fn import_into_a_database_that_has_entities_is_refused_and_writes_nothing(
             .ok
     );
     let before = databases(&app).await;
+    let counts = |usage: Run| {
+        let usage = &usage.lines()[0];
+        json!([usage["entities"], usage["properties"]])
+    };
+    let demo = counts(eds(&app, &["db", "usage", "demo"]).await);
     for target in ["demo", "second"] {
         eds(&app, &["import", target, file.to_str().unwrap()])
             .await
             .assert_failed_with("already has entities");
     }
     assert_eq!(databases(&app).await, before);
+    assert_eq!(counts(eds(&app, &["db", "usage", "demo"]).await), demo);
     // a name that could never be served is refused before anything is read
     eds(&app, &["import", "api", file.to_str().unwrap()])
         .await
