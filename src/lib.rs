@@ -2,10 +2,12 @@
 //! typed, multi-valued properties, served over HTTP.
 
 pub mod actors;
+pub mod admin;
 pub mod app;
 pub mod auth;
 pub mod config;
 pub mod db;
+pub mod export;
 pub mod formula;
 pub mod http;
 pub mod limits;

@@ -1,14 +1,16 @@
 //! The `eds` command: serve, migrate, and administer databases and keys.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use eds::app::{self, ClusterGuard};
 use eds::config::{LogFormat, Settings};
-use eds::db;
+use eds::db::{self, Pool};
 use eds::model::API_KEY_PROPERTY;
 use eds::model::value::{Value, ValueInput};
 use eds::write::{self, WriteOp, WriteOutcome, WriteRequest};
+use eds::{admin, export};
 use serde_json::json;
 
 #[derive(Parser)]
@@ -30,6 +32,20 @@ enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Write a database as JSON lines (format: docs/export.md), to stdout or FILE.
+    Export {
+        #[arg(value_name = "NAME")]
+        database: String,
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Read an export into database NAME, which must be new or hold no entities.
+    Import {
+        #[arg(value_name = "NAME")]
+        database: String,
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -45,6 +61,13 @@ enum DbCommand {
         #[arg(long = "name", value_name = "N")]
         person_name: Option<String>,
     },
+    /// One JSON line per database: its name and live entity count.
+    List,
+    /// The usage object of `GET /api/{db}`.
+    Usage {
+        #[arg(value_name = "NAME")]
+        database: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -55,6 +78,13 @@ enum KeyCommand {
         database: String,
         #[arg(value_name = "PERSON_ID")]
         person: String,
+    },
+    /// Soft-delete a service_api_key value: that key no longer logs in.
+    Revoke {
+        #[arg(value_name = "DB")]
+        database: String,
+        #[arg(value_name = "VALUE_ID")]
+        value_id: String,
     },
 }
 
@@ -83,8 +113,7 @@ fn run(cli: Cli) -> Result<(), String> {
             email,
             person_name,
         }) => runtime.block_on(async {
-            db::migrate(&url)?;
-            let pool = db::pool(&url, 2, settings.database.statement_timeout_ms)?;
+            let pool = admin_pool(&url, &settings)?;
             let name = person_name.unwrap_or_else(|| email.clone());
             let created = db::databases::create(&pool, &database, &email, &name)
                 .await
@@ -96,8 +125,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }),
         Command::Key(KeyCommand::Create { database, person }) => runtime.block_on(async {
-            db::migrate(&url)?;
-            let pool = db::pool(&url, 2, settings.database.statement_timeout_ms)?;
+            let pool = admin_pool(&url, &settings)?;
             let request = WriteRequest {
                 db: database,
                 actor: person.clone(),
@@ -118,7 +146,68 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", json!({ "api_key": values[0]["string"] }));
             Ok(())
         }),
+        Command::Db(DbCommand::List) => runtime.block_on(async {
+            let pool = admin_pool(&url, &settings)?;
+            for found in admin::list_databases(&pool).await? {
+                println!("{}", json!({"database": found.database, "entities": found.entities}));
+            }
+            Ok(())
+        }),
+        Command::Db(DbCommand::Usage { database }) => runtime.block_on(async {
+            let pool = admin_pool(&url, &settings)?;
+            println!("{}", admin::usage(&pool, &database).await?);
+            Ok(())
+        }),
+        Command::Key(KeyCommand::Revoke { database, value_id }) => runtime.block_on(async {
+            let pool = admin_pool(&url, &settings)?;
+            admin::revoke_key(&pool, &database, &value_id).await?;
+            println!("{}", json!({"revoked": value_id}));
+            Ok(())
+        }),
+        Command::Export { database, out } => runtime.block_on(async {
+            let pool = bulk_pool(&url)?;
+            match out {
+                Some(path) => {
+                    let header = export::export_to_file(&pool, &database, &path).await?;
+                    println!(
+                        "{}",
+                        json!({"database": database, "entities": header.entities, "values": header.values, "file": path})
+                    );
+                }
+                None => {
+                    let mut stdout = std::io::BufWriter::new(std::io::stdout());
+                    export::export(&pool, &database, &mut stdout).await?;
+                }
+            }
+            Ok(())
+        }),
+        Command::Import { database, file } => runtime.block_on(async {
+            let pool = bulk_pool(&url)?;
+            let input = std::fs::File::open(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            let imported = export::import(&pool, &database, std::io::BufReader::new(input))
+                .await
+                .map_err(|e| format!("{}: {e}", file.display()))?;
+            println!(
+                "{}",
+                json!({"database": database, "entities": imported.entities, "values": imported.values})
+            );
+            Ok(())
+        }),
     }
+}
+
+/// Migrates, then answers a small pool for one administration command.
+fn admin_pool(url: &str, settings: &Settings) -> Result<Pool, String> {
+    db::migrate(url)?;
+    db::pool(url, 2, settings.database.statement_timeout_ms)
+}
+
+/// As [`admin_pool`], without a statement limit: the limit guards the server
+/// against slow requests, and would cut an hour-long import short at its
+/// largest statement.
+fn bulk_pool(url: &str) -> Result<Pool, String> {
+    db::migrate(url)?;
+    db::pool(url, 2, 0)
 }
 
 fn init_logging(settings: &Settings) {

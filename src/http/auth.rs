@@ -37,8 +37,11 @@ pub async fn authenticate(
     if !api_key::looks_like_key(credential) {
         return Err(refused(LOGIN, "invalid_key", "Invalid API key"));
     }
+    let wanted = query.db.as_ref().or(query.account.as_ref());
     let mut conn = state.pool.get().await?;
-    let candidates = values::api_key_candidates(&mut conn, &api_key::lookup(credential)).await?;
+    let mut candidates = values::api_key_candidates(&mut conn, &api_key::lookup(credential)).await?;
+    // An imported copy holds its source's key hashes: try the wanted database first.
+    candidates.sort_by_key(|candidate| wanted.is_some_and(|wanted| *wanted != candidate.db));
     let plain = credential.to_owned();
     let matched = tokio::task::spawn_blocking(move || {
         candidates
@@ -49,7 +52,6 @@ pub async fn authenticate(
     .map_err(|e| ApiError::internal("key verification failed", e))?
     .ok_or_else(|| refused(LOGIN, "invalid_key", "Invalid API key"))?;
 
-    let wanted = query.db.as_ref().or(query.account.as_ref());
     if wanted.is_some_and(|wanted| *wanted != matched.db) {
         return Err(refused(LOGIN, NO_ACCOUNTS, "No accessible accounts"));
     }
