@@ -17,8 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use crate::admin::Failure;
+use crate::db::projection::{self, TypeCache};
 use crate::db::schema::{databases as databases_table, entities, property_values};
-use crate::db::{Pool, databases, projection};
+use crate::db::{Pool, databases, formula_queue};
 use crate::model::ids::is_valid_id;
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
 
@@ -556,10 +557,17 @@ async fn rebuild_projections(conn: &mut AsyncPgConnection, db: &str) -> Result<(
         .chain(live.iter().filter(|id| !is_meta.contains(id)))
         .collect();
     let bar = progress(order.len() as u64, "projecting");
-    for id in order {
-        projection::project(conn, db, id).await?;
+    let mut types = TypeCache::default();
+    for (done, id) in order.into_iter().enumerate() {
+        if done < 2 * meta.len() {
+            // types and definitions are still taking shape: learn nothing yet
+            types.clear();
+        }
+        projection::project(conn, &mut types, db, id).await?;
         bar.inc(1);
     }
+    // formulas reading entities projected after them
+    while formula_queue::compute_next(conn).await? {}
     bar.finish_and_clear();
     Ok(())
 }

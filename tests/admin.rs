@@ -294,6 +294,7 @@ const LISTS: [&str; 5] = [
 /// The lists `token` (anonymous without) sees in `db`, and the history of
 /// every entity it lists.
 async fn snapshot(app: &TestApp, db: &str, token: Option<&str>) -> Json {
+    app.settle().await; // formulas computed in the background
     let mut lists = Vec::new();
     for path in LISTS {
         let (status, body) = app.call("GET", &path.replace("{db}", db), token, None).await;
