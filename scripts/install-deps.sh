@@ -1,7 +1,9 @@
 #!/bin/sh
 # Installs what building and running eds needs, when it is missing:
 # PostgreSQL server binaries, libpq headers and pkg-config (diesel), jq (the
-# README walk-through), pip (for libpdfium, fetched last by fetch-pdfium.sh).
+# README walk-through), pip (for libpdfium, fetched last by fetch-pdfium.sh),
+# Chromium and Python's venv (the tests render /docs and validate the OpenAPI
+# document with openapi-spec-validator, fetched by fetch-openapi-validator.sh).
 # Uses apt; as a non-root user it goes through sudo.
 set -eu
 
@@ -12,9 +14,23 @@ command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 command -v jq >/dev/null 2>&1 || missing="$missing jq"
 command -v curl >/dev/null 2>&1 || missing="$missing curl"
 command -v pip3 >/dev/null 2>&1 || python3 -m pip --version >/dev/null 2>&1 || missing="$missing python3-pip"
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+# Debian's Python makes virtualenvs only with python3-venv; try one to know.
+venv_works() {
+    probe="$(mktemp -d)"
+    python3 -m venv "$probe/venv" >/dev/null 2>&1 && status=0 || status=1
+    rm -rf "$probe"
+    return $status
+}
+[ -x .data/venv/bin/python ] || venv_works || missing="$missing python3-venv"
+
+fetch() {
+    "$(dirname "$0")/fetch-openapi-validator.sh"
+    exec "$(dirname "$0")/fetch-pdfium.sh"
+}
 
 if [ -z "$missing" ]; then
-    exec "$(dirname "$0")/fetch-pdfium.sh"
+    fetch
 fi
 
 echo "installing:$missing" >&2
@@ -29,4 +45,4 @@ if echo "$missing" | grep -q postgresql && command -v systemctl >/dev/null 2>&1;
     $sudo systemctl disable --now postgresql >/dev/null 2>&1 || true
 fi
 
-exec "$(dirname "$0")/fetch-pdfium.sh"
+fetch

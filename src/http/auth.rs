@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::error::ApiError;
+use super::openapi as doc;
 use super::{AppState, bearer, client_ip};
 use crate::auth::api_key;
 use crate::auth::jwt::Claims;
@@ -28,6 +29,21 @@ fn api_key_login(db: &str, value_id: &str) -> String {
     format!("api_key:{db}:{value_id}")
 }
 
+#[utoipa::path(
+    get, path = "/api/auth", operation_id = "authenticate", tag = "auth", summary = "Exchange an API key for an access token",
+    description = "Send the API key as `Authorization: Bearer <key>`. The answer's `token` is a 12-hour JWT for every other call.",
+    security(("apiKey" = [])),
+    params(
+        ("db" = Option<String>, Query, description = "Limit the token to this database", example = "demo"),
+        ("account" = Option<String>, Query, description = "Alias of `db`"),
+    ),
+    responses(
+        (status = 200, description = "The token and the databases it reaches", body = doc::TokenResponse, example = doc::token_example),
+        (status = 400, description = "Malformed query string", body = doc::ErrorBody),
+        (status = 401, description = "No key (`No key`), an unknown key (`Invalid API key`), or none of its databases match `db` (`No accessible accounts`)", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+    )
+)]
 pub async fn authenticate(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -68,6 +84,16 @@ pub async fn authenticate(
 
 /// `GET /api/auth/refresh`: a new token for a still valid or recently expired
 /// one, with database access looked up again.
+#[utoipa::path(
+    get, path = "/api/auth/refresh", operation_id = "refresh_token", tag = "auth", summary = "Refresh an access token",
+    description = "A new token for a valid or recently expired one, with database access looked up again. Idle limit 14 days from the presented token's issue, absolute limit 30 days from the original login.",
+    security(("jwt" = [])),
+    responses(
+        (status = 200, description = "A new token", body = doc::TokenResponse, example = doc::token_example),
+        (status = 401, description = "`Invalid token`, `No accessible accounts`, `Token too old, re-authenticate` or `Session expired, re-authenticate`", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+    )
+)]
 pub async fn refresh(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
     let token = bearer(&req).ok_or_else(|| refused(REFRESH, "missing", "No token"))?;
     let ip = client_ip(&req, &state.trusted_proxies);

@@ -5,6 +5,7 @@ use diesel_async::AsyncPgConnection;
 use serde_json::{Map, Value as Json, json};
 
 use super::error::ApiError;
+use super::openapi as doc;
 use super::{AppState, Caller};
 use crate::db::values::{self, EntityRow};
 use crate::model::ids::is_valid_id;
@@ -16,6 +17,28 @@ use crate::view;
 use crate::write::{WriteOp, WriteOutcome};
 
 /// `GET /api/{db}/entity`: `{"entities":[...],"count":N,"limit":L,"skip":S}`.
+#[utoipa::path(
+    get, path = "/api/{db}/entity", operation_id = "list_entities", tag = "entities", summary = "List and query entities",
+    description = doc::ENTITY_LIST_DESCRIPTION,
+    security((), ("jwt" = [])),
+    params(
+        ("db" = String, Path, description = "Database name", example = "demo"),
+        ("filters" = Option<HashMap<String, String>>, Query, style = Form, explode, description = "Filters `<property>.<field>[.<operator>]=<value>`, all of which must match; see the operation's description.", example = json!({"_type.string": "book", "price.number.gt": "10"})),
+        ("props" = Option<String>, Query, description = "Comma-separated property names to return (`_id` always is)", example = "title,photo"),
+        ("sort" = Option<String>, Query, description = "Comma-separated `<property>.<field>`; a leading `-` sorts descending. Default: `_id` ascending (creation order)", example = "-title.string"),
+        ("limit" = Option<String>, Query, description = "Most entities to return; default 100 (also for `0` or a non-number), no upper bound", example = "20"),
+        ("skip" = Option<String>, Query, description = "Entities to skip; default 0", example = "0"),
+        ("q" = Option<String>, Query, description = "Full-text search in properties whose definition has `search`: every space-separated word (its first 20 characters) must match part of a word, case-insensitively", example = "dune"),
+        ("group" = Option<String>, Query, description = "Comma-separated `<property>.<field>`: one row per distinct combination, with the `props` values of its first entity and `_count`; `limit` and `skip` are ignored", example = "author.reference"),
+    ),
+    responses(
+        (status = 200, description = "A page of entities; `count` counts every match", body = doc::EntityList, example = doc::entity_list_example),
+        (status = 400, description = "`Invalid regex`, `Invalid ID`, or a malformed query string", body = doc::ErrorBody),
+        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
+        (status = 404, description = "No such database", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+    )
+)]
 pub async fn list(
     state: web::Data<AppState>,
     caller: Caller,
@@ -74,6 +97,17 @@ pub async fn list(
 }
 
 /// `GET /api/{db}/entity/{_id}`: `{"entity":{...}}`.
+#[utoipa::path(
+    get, path = "/api/{db}/entity/{id}", operation_id = "read_entity", tag = "entities", summary = "Read an entity",
+    security((), ("jwt" = [])),
+    params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
+    responses(
+        (status = 200, description = "The entity as the caller may see it", body = doc::EntityRead, example = doc::entity_read_example),
+        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
+        (status = 404, description = "No such database, or the entity is missing, deleted or not visible to the caller", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+    )
+)]
 pub async fn read(
     state: web::Data<AppState>,
     caller: Caller,
@@ -107,6 +141,22 @@ pub async fn visible_entity(
 }
 
 /// `POST /api/{db}/entity`: creates an entity → 201 `{"_id","properties"}`.
+#[utoipa::path(
+    post, path = "/api/{db}/entity", operation_id = "create_entity", tag = "entities", summary = "Create an entity",
+    description = "The body's values must include `_type`, a reference to an entity type. With `_parent` the caller needs `_expander` on that parent. File values (`filename`, `filesize`, `filetype`) come back with `upload`: PUT the content there within 60 seconds with exactly the given headers. `counter` in place of a value takes the next number of the property name's sequence.",
+    security(("jwt" = [])),
+    params(("db" = String, Path, description = "Database name", example = "demo")),
+    request_body(content = doc::WriteBody, description = "An array of values (or one value alone)", example = doc::write_body_example),
+    responses(
+        (status = 201, description = "The new entity's id and its values", body = doc::Written, example = doc::written_example),
+        (status = 400, description = "Malformed body, no `_type`, a bad language code, or an `_id` that is not a live value of this property", body = doc::ErrorBody),
+        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
+        (status = 403, description = "The token is for other databases only, or no `_expander` on `_parent`", body = doc::ErrorBody),
+        (status = 404, description = "No such database", body = doc::ErrorBody),
+        (status = 413, description = "The body is larger than `http.max_body_bytes`", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+    )
+)]
 pub async fn create(
     state: web::Data<AppState>,
     caller: Caller,
@@ -121,6 +171,22 @@ pub async fn create(
 }
 
 /// `POST /api/{db}/entity/{_id}`: adds (or overwrites) values → `{"_id","properties"}`.
+#[utoipa::path(
+    post, path = "/api/{db}/entity/{id}", operation_id = "add_values", tag = "entities", summary = "Add or overwrite values",
+    description = "Each value is added next to the existing ones; a value with `_id` overwrites that value (soft-deleted, the new one gets a new id). File values come back with `upload`.",
+    security(("jwt" = [])),
+    params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
+    request_body(content = doc::WriteBody, description = "An array of values (or one value alone)", example = doc::write_body_example),
+    responses(
+        (status = 200, description = "The entity's id and the values written", body = doc::Written, example = doc::written_example),
+        (status = 400, description = "Malformed body, a bad language code, `No email`, or an `_id` that is not a live value of this property", body = doc::ErrorBody),
+        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
+        (status = 403, description = "The caller sees the entity but lacks the right", body = doc::ErrorBody),
+        (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = doc::ErrorBody),
+        (status = 413, description = "The body is larger than `http.max_body_bytes`", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+    )
+)]
 pub async fn add_values(
     state: web::Data<AppState>,
     caller: Caller,
@@ -137,6 +203,19 @@ pub async fn add_values(
 }
 
 /// `DELETE /api/{db}/entity/{_id}`: soft-deletes the entity → `{"deleted":true}`.
+#[utoipa::path(
+    delete, path = "/api/{db}/entity/{id}", operation_id = "delete_entity", tag = "entities", summary = "Delete an entity",
+    description = "Soft-deletes the entity and its values (owner only); children and referrers are untouched.",
+    security(("jwt" = [])),
+    params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
+    responses(
+        (status = 200, description = "Deleted", body = doc::Deleted, example = json!({"deleted": true})),
+        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
+        (status = 403, description = "The caller is not an owner", body = doc::ErrorBody),
+        (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+    )
+)]
 pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,
@@ -151,6 +230,19 @@ pub async fn delete(
 
 /// `GET /api/{db}/entity/{_id}/aggregate`: re-computes the entity's formulas
 /// now (after external changes) and those of its dependents → `{"_id","queued"}`.
+#[utoipa::path(
+    get, path = "/api/{db}/entity/{id}/aggregate", operation_id = "aggregate_entity", tag = "entities", summary = "Re-compute formulas",
+    description = "Re-computes the entity's formula values and its dependents' now, after external changes (editors and up).",
+    security(("jwt" = [])),
+    params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
+    responses(
+        (status = 200, description = "How many entities were re-computed", body = doc::Aggregated, example = json!({"_id": "6571f3a4c2b9e8d7f6a5b4c3", "queued": 2})),
+        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
+        (status = 403, description = "The caller is not an editor", body = doc::ErrorBody),
+        (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+    )
+)]
 pub async fn aggregate(
     state: web::Data<AppState>,
     caller: Caller,
@@ -186,6 +278,23 @@ const MAX_HISTORY_PAGE: usize = 1000;
 
 /// `GET /api/{db}/entity/{_id}/history`: `{"changes":[...],"count":N}`, for
 /// viewers and up (not for public or domain visibility alone).
+#[utoipa::path(
+    get, path = "/api/{db}/entity/{id}/history", operation_id = "entity_history", tag = "entities", summary = "An entity's changes",
+    description = "Every value added or removed, newest first, credentials masked; needs `_viewer` or higher.",
+    security(("jwt" = [])),
+    params(
+        ("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3"),
+        ("limit" = Option<String>, Query, description = "Most changes to return; default 100, at most 1000", example = "100"),
+        ("skip" = Option<String>, Query, description = "Changes to skip; default 0", example = "0"),
+    ),
+    responses(
+        (status = 200, description = "A page of changes", body = doc::History, example = doc::history_example),
+        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
+        (status = 403, description = "The caller sees the entity only through its sharing", body = doc::ErrorBody),
+        (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+    )
+)]
 pub async fn history(
     state: web::Data<AppState>,
     caller: Caller,

@@ -11,6 +11,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value as Json, json};
 
 use super::error::ApiError;
+use super::openapi as doc;
 use super::{AppState, Caller, entity, property};
 use crate::actors::thumbnailer::{Thumbnailer, ThumbnailerConfig};
 use crate::config::Settings;
@@ -120,6 +121,20 @@ fn invalid_key(db: &str) -> ApiError {
 }
 
 /// `GET /api/{db}/entity/{_id}/thumbnail/{size}`: of the first file of `photo`.
+#[utoipa::path(
+    get, path = "/api/{db}/entity/{id}/thumbnail/{size}", operation_id = "entity_thumbnail", tag = "files", summary = "Thumbnail of an entity's photo",
+    description = "A square JPEG (center-cropped) of the first file of the entity's `photo` property: images (JPEG, PNG, GIF, BMP, TIFF) and PDF first pages, not SVG.",
+    security((), ("jwt" = [])),
+    params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3"), ("size" = u32, Path, description = "Side of the square thumbnail in pixels: 50, 200 or 400", example = 200)),
+    responses(
+        (status = 200, description = "Where to get the thumbnail", body = doc::SignedUrl, example = doc::thumbnail_example),
+        (status = 400, description = "Invalid `size`, an unsupported file type, an image over 40 megapixels, or a file that cannot be decoded", body = doc::ErrorBody),
+        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
+        (status = 404, description = "The entity is missing or not visible, has no `photo`, or its file is missing from storage", body = doc::ErrorBody),
+        (status = 413, description = "The source file is larger than 25 MB", body = doc::ErrorBody),
+        (status = 503, description = "Too many thumbnails are rendering (`thumbnails_busy`, with `Retry-After`), or a query timed out", body = doc::ErrorBody),
+    )
+)]
 pub async fn entity_thumbnail(
     state: web::Data<AppState>,
     caller: Caller,
@@ -150,6 +165,20 @@ pub async fn entity_thumbnail(
 }
 
 /// `GET /api/{db}/property/{_id}/thumbnail/{size}`: of that file value.
+#[utoipa::path(
+    get, path = "/api/{db}/property/{id}/thumbnail/{size}", operation_id = "property_thumbnail", tag = "files", summary = "Thumbnail of a file value",
+    description = "A square JPEG (center-cropped) of that image or PDF file value.",
+    security((), ("jwt" = [])),
+    params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Property value id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c6"), ("size" = u32, Path, description = "Side of the square thumbnail in pixels: 50, 200 or 400", example = 200)),
+    responses(
+        (status = 200, description = "Where to get the thumbnail", body = doc::SignedUrl, example = doc::thumbnail_example),
+        (status = 400, description = "Invalid `size`, an unsupported file type, an image over 40 megapixels, or a file that cannot be decoded", body = doc::ErrorBody),
+        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
+        (status = 404, description = "The value is missing or not visible, or its file is missing from storage", body = doc::ErrorBody),
+        (status = 413, description = "The source file is larger than 25 MB", body = doc::ErrorBody),
+        (status = 503, description = "Too many thumbnails are rendering (`thumbnails_busy`, with `Retry-After`), or a query timed out", body = doc::ErrorBody),
+    )
+)]
 pub async fn property_thumbnail(
     state: web::Data<AppState>,
     caller: Caller,
@@ -196,6 +225,23 @@ fn refused(refusal: Refusal) -> ApiError {
 }
 
 /// `PUT /storage/{key}`: an upload to a URL the local backend signed.
+#[utoipa::path(
+    put, path = "/storage/{key}", operation_id = "storage_upload", tag = "files", summary = "Upload to a signed URL (local storage)",
+    description = "The `upload.url` of a created file value when files are stored locally: send exactly the returned headers within 60 seconds.",
+    params(("key" = String, Path, description = "Object key (may contain `/`)", example = "demo/6571f3a4c2b9e8d7f6a5b4c3/6571f3a4c2b9e8d7f6a5b4c6"),
+        ("expires" = i64, Query, description = "Unix seconds after which the URL is refused"),
+        ("type" = Option<String>, Query, description = "The signed `Content-Type`"),
+        ("length" = Option<u64>, Query, description = "The signed `Content-Length`"),
+        ("disposition" = Option<String>, Query, description = "The signed `Content-Disposition`"),
+        ("signature" = String, Query, description = "HMAC of the rest")),
+    request_body(content = inline(doc::FileContent), content_type = "application/octet-stream", description = "The file's content"),
+    responses(
+        (status = 200, description = "Stored"),
+        (status = 400, description = "The upload failed", body = doc::ErrorBody),
+        (status = 403, description = "Expired or altered URL, or `Content-Type` or `Content-Length` other than the signed ones", body = doc::ErrorBody),
+        (status = 404, description = "Files are not stored locally", body = doc::ErrorBody),
+    )
+)]
 pub async fn storage_put(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -224,6 +270,21 @@ pub async fn storage_put(
 }
 
 /// `GET /storage/{key}`: a download from a URL the local backend signed.
+#[utoipa::path(
+    get, path = "/storage/{key}", operation_id = "storage_download", tag = "files", summary = "Download from a signed URL (local storage)",
+    description = "A download or thumbnail URL when files are stored locally.",
+    params(("key" = String, Path, description = "Object key (may contain `/`)", example = "demo/6571f3a4c2b9e8d7f6a5b4c3/6571f3a4c2b9e8d7f6a5b4c6"),
+        ("expires" = i64, Query, description = "Unix seconds after which the URL is refused"),
+        ("type" = Option<String>, Query, description = "The signed `Content-Type`"),
+        ("length" = Option<u64>, Query, description = "The signed `Content-Length`"),
+        ("disposition" = Option<String>, Query, description = "The signed `Content-Disposition`"),
+        ("signature" = String, Query, description = "HMAC of the rest")),
+    responses(
+        (status = 200, description = "The content, with the signed content type and disposition", content_type = "application/octet-stream", body = inline(doc::FileContent)),
+        (status = 403, description = "Expired or altered URL", body = doc::ErrorBody),
+        (status = 404, description = "Files are not stored locally, or the file is missing", body = doc::ErrorBody),
+    )
+)]
 pub async fn storage_get(
     state: web::Data<AppState>,
     req: HttpRequest,

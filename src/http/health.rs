@@ -5,19 +5,38 @@ use diesel_async::RunQueryDsl;
 use serde_json::json;
 
 use super::AppState;
+use super::openapi as doc;
 
 /// `GET /`: name and version.
+#[utoipa::path(
+    get, path = "/", operation_id = "about", tag = "service", summary = "Name and version",
+    responses((status = 200, description = "The service's name and version", body = doc::About,
+               example = json!({"name": "eds", "version": "0.1.0"})))
+)]
 pub async fn about() -> HttpResponse {
     HttpResponse::Ok().json(json!({"name": "eds", "version": env!("CARGO_PKG_VERSION")}))
 }
 
 /// `GET /health`: the process serves requests (for load balancers).
+#[utoipa::path(
+    get, path = "/health", operation_id = "health", tag = "service", summary = "Liveness",
+    description = "The process serves requests (for load balancers).",
+    responses((status = 200, description = "Serving", body = doc::Health, example = json!({"status": "ok"})))
+)]
 pub async fn health() -> HttpResponse {
     HttpResponse::Ok().json(json!({"status": "ok"}))
 }
 
 /// `GET /ready`: PostgreSQL and object storage answer (for orchestrators);
 /// 503 naming what does not.
+#[utoipa::path(
+    get, path = "/ready", operation_id = "ready", tag = "service", summary = "Readiness",
+    description = "PostgreSQL and object storage answer (for orchestrators).",
+    responses(
+        (status = 200, description = "Both answer", body = doc::Ready, example = json!({"database": true, "storage": true})),
+        (status = 503, description = "One does not", body = doc::Ready, example = json!({"database": true, "storage": false})),
+    )
+)]
 pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
     let database = match state.pool.get().await {
         Ok(mut conn) => diesel::sql_query("SELECT 1").execute(&mut conn).await.is_ok(),

@@ -6,6 +6,7 @@ pub mod error;
 pub mod files;
 pub mod health;
 pub mod metrics;
+pub mod openapi;
 pub mod property;
 pub mod usage;
 
@@ -13,7 +14,8 @@ use std::future::{Ready, ready};
 use std::net::IpAddr;
 
 use actix_web::dev::Payload;
-use actix_web::{FromRequest, HttpRequest, web};
+use actix_web::http::Method;
+use actix_web::{FromRequest, Handler, HttpRequest, Responder, Route, web};
 use dashmap::DashSet;
 
 use crate::actors::db_writer::Writers;
@@ -168,35 +170,73 @@ pub fn client_ip(req: &HttpRequest, trusted_proxies: &[IpAddr]) -> String {
     peer.map(|ip| ip.to_string()).unwrap_or_default()
 }
 
-/// Every route of the service.
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/", web::get().to(health::about))
-        .route("/health", web::get().to(health::health))
-        .route("/ready", web::get().to(health::ready))
-        .route("/metrics", web::get().to(metrics::read))
-        .route("/api/auth", web::get().to(auth::authenticate))
-        .route("/api/auth/refresh", web::get().to(auth::refresh))
-        .route("/api/{db}", web::get().to(usage::read))
-        .route("/api/{db}/entity", web::get().to(entity::list))
-        .route("/api/{db}/entity", web::post().to(entity::create))
-        .route("/api/{db}/entity/{id}", web::get().to(entity::read))
-        .route("/api/{db}/entity/{id}", web::post().to(entity::add_values))
-        .route("/api/{db}/entity/{id}", web::delete().to(entity::delete))
-        .route("/api/{db}/entity/{id}/history", web::get().to(entity::history))
-        .route("/api/{db}/entity/{id}/aggregate", web::get().to(entity::aggregate))
-        .route("/api/{db}/property/{id}", web::get().to(property::read))
-        .route("/api/{db}/property/{id}", web::delete().to(property::delete))
+/// One served route. The router and the test that every route is in the
+/// OpenAPI document both read [`endpoints`], so neither can miss one.
+pub struct Endpoint {
+    pub method: Method,
+    /// The actix path pattern.
+    pub path: &'static str,
+    route: Route,
+}
+
+fn at<F, Args>(method: Method, path: &'static str, handler: F) -> Endpoint
+where
+    F: Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
+    Endpoint {
+        route: web::method(method.clone()).to(handler),
+        method,
+        path,
+    }
+}
+
+/// Every route of the service, in matching order.
+pub fn endpoints() -> Vec<Endpoint> {
+    use Method as M;
+    vec![
+        at(M::GET, "/", health::about),
+        at(M::GET, "/health", health::health),
+        at(M::GET, "/ready", health::ready),
+        at(M::GET, "/metrics", metrics::read),
+        at(M::GET, "/docs", openapi::docs_page),
+        at(M::GET, "/docs/{file}", openapi::docs_asset),
+        // Before `/api/{db}`, which would take `openapi.json` for a database name.
+        at(M::GET, "/api/openapi.json", openapi::document),
+        at(M::GET, "/api/auth", auth::authenticate),
+        at(M::GET, "/api/auth/refresh", auth::refresh),
+        at(M::GET, "/api/{db}", usage::read),
+        at(M::GET, "/api/{db}/entity", entity::list),
+        at(M::POST, "/api/{db}/entity", entity::create),
+        at(M::GET, "/api/{db}/entity/{id}", entity::read),
+        at(M::POST, "/api/{db}/entity/{id}", entity::add_values),
+        at(M::DELETE, "/api/{db}/entity/{id}", entity::delete),
+        at(M::GET, "/api/{db}/entity/{id}/history", entity::history),
+        at(M::GET, "/api/{db}/entity/{id}/aggregate", entity::aggregate),
+        at(M::GET, "/api/{db}/property/{id}", property::read),
+        at(M::DELETE, "/api/{db}/property/{id}", property::delete),
         // Files: thumbnails, and the local storage backend's signed URLs.
-        .route(
+        at(
+            M::GET,
             "/api/{db}/entity/{id}/thumbnail/{size}",
-            web::get().to(files::entity_thumbnail),
-        )
-        .route(
+            files::entity_thumbnail,
+        ),
+        at(
+            M::GET,
             "/api/{db}/property/{id}/thumbnail/{size}",
-            web::get().to(files::property_thumbnail),
-        )
-        .route("/storage/{key:.*}", web::put().to(files::storage_put))
-        .route("/storage/{key:.*}", web::get().to(files::storage_get));
+            files::property_thumbnail,
+        ),
+        at(M::PUT, "/storage/{key:.*}", files::storage_put),
+        at(M::GET, "/storage/{key:.*}", files::storage_get),
+    ]
+}
+
+/// Registers [`endpoints`].
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    for endpoint in endpoints() {
+        cfg.route(endpoint.path, endpoint.route);
+    }
 }
 
 /// The database an API path names (`/api/{db}/...`), if any.

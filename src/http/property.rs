@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value as Json, json};
 
 use super::error::ApiError;
+use super::openapi as doc;
 use super::{AppState, Caller};
 use diesel_async::AsyncPgConnection;
 
@@ -21,6 +22,23 @@ pub struct ReadQuery {
 
 /// `GET /api/{db}/property/{_id}`: the value with `type` and `created`; a
 /// file value with `url` (or, with `download=true`, a redirect to it).
+#[utoipa::path(
+    get, path = "/api/{db}/property/{id}", operation_id = "read_property", tag = "properties", summary = "Read one value",
+    description = "The value with `type` and `created`; a file value also with `url`, a download URL valid 60 seconds.",
+    security((), ("jwt" = [])),
+    params(
+        ("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Property value id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c6"),
+        ("download" = Option<String>, Query, description = "`true`: redirect to the file's download URL", example = "true"),
+    ),
+    responses(
+        (status = 200, description = "The value", body = doc::PropertyValue, example = doc::property_example),
+        (status = 302, description = "With `download=true` on a file value: the signed download URL",
+         headers(("Location" = String, description = "The download URL, valid 60 seconds"))),
+        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
+        (status = 404, description = "No such database, or the value is missing, deleted or not visible to the caller", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+    )
+)]
 pub async fn read(
     state: web::Data<AppState>,
     caller: Caller,
@@ -73,6 +91,19 @@ pub async fn visible_value(
 }
 
 /// `DELETE /api/{db}/property/{_id}`: soft-deletes the value → `{"deleted":true}`.
+#[utoipa::path(
+    delete, path = "/api/{db}/property/{id}", operation_id = "delete_property", tag = "properties", summary = "Delete one value",
+    description = "Soft-deletes the value (editors and up). `_type`, other system properties, `billing_*` values and the last `_owner` cannot be deleted.",
+    security(("jwt" = [])),
+    params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Property value id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c6")),
+    responses(
+        (status = 200, description = "Deleted", body = doc::Deleted, example = json!({"deleted": true})),
+        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
+        (status = 403, description = "Missing rights, or a value that cannot be deleted", body = doc::ErrorBody),
+        (status = 404, description = "No such database, or the value is missing or not visible to the caller", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+    )
+)]
 pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,

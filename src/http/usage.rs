@@ -3,8 +3,22 @@
 use actix_web::{HttpResponse, web};
 
 use super::error::ApiError;
+use super::openapi as doc;
 use super::{AppState, Caller};
 
+#[utoipa::path(
+    get, path = "/api/{db}", operation_id = "database_usage", tag = "usage", summary = "Database usage",
+    description = "Entities, values, requests this month, files, size and limits; cached 5 minutes.",
+    security(("jwt" = [])),
+    params(("db" = String, Path, description = "Database name", example = "demo")),
+    responses(
+        (status = 200, description = "The usage object", body = doc::UsageObject, example = doc::usage_example),
+        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
+        (status = 403, description = "The token is for other databases only", body = doc::ErrorBody),
+        (status = 404, description = "No such database", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+    )
+)]
 pub async fn read(state: web::Data<AppState>, caller: Caller, db: web::Path<String>) -> Result<HttpResponse, ApiError> {
     let db = db.into_inner();
     caller.require_person(&db)?;
