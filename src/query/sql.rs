@@ -110,6 +110,46 @@ pub async fn run(
     if !query.group.is_empty() {
         return run_grouped(conn, db, person, query).await;
     }
+    let (page, count) = page_statements(db, person, query);
+    let entities = page.into_query().load::<EntityRow>(conn).await?;
+    let count = count.into_query().get_result::<CountRow>(conn).await?.count;
+    Ok(ListResult::Page { entities, count })
+}
+
+/// The plan of every statement a list query runs, as `EXPLAIN (ANALYZE,
+/// BUFFERS)` reports it (for the query benchmark).
+pub async fn explain(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    person: Option<&str>,
+    query: &ListQuery,
+) -> Result<Vec<String>, ApiError> {
+    #[derive(QueryableByName)]
+    struct PlanLine {
+        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
+        line: String,
+    }
+    let statements = if query.group.is_empty() {
+        let (page, count) = page_statements(db, person, query);
+        vec![page, count]
+    } else {
+        vec![group_statement(db, person, query)]
+    };
+    let mut plans = Vec::new();
+    for mut statement in statements {
+        let mut plan = statement.text.clone();
+        statement.text.insert_str(0, "EXPLAIN (ANALYZE, BUFFERS) ");
+        for line in statement.into_query().load::<PlanLine>(conn).await? {
+            plan.push('\n');
+            plan.push_str(&line.line);
+        }
+        plans.push(plan);
+    }
+    Ok(plans)
+}
+
+/// One page of matches, and the count of all matches.
+fn page_statements(db: &str, person: Option<&str>, query: &ListQuery) -> (Sql, Sql) {
     let mut page = Sql::default();
     page.push("SELECT ")
         .push(ENTITY_COLUMNS)
@@ -145,10 +185,7 @@ pub async fn run(
     let mut count = Sql::default();
     count.push("SELECT count(*) AS count FROM entities e WHERE ");
     where_clause(&mut count, db, person, query);
-
-    let entities = page.into_query().load::<EntityRow>(conn).await?;
-    let count = count.into_query().get_result::<CountRow>(conn).await?.count;
-    Ok(ListResult::Page { entities, count })
+    (page, count)
 }
 
 /// Rule 14: one row per distinct combination of the grouped values (a
@@ -159,21 +196,10 @@ async fn run_grouped(
     person: Option<&str>,
     query: &ListQuery,
 ) -> Result<ListResult, ApiError> {
-    let mut sql = Sql::default();
-    sql.push("SELECT min(g.id) AS first, count(*) AS count FROM (SELECT e.id");
-    for (index, (prop, field)) in query.group.iter().enumerate() {
-        sql.push(&format!(", (SELECT min(v.{}::text) ", column(*field)));
-        visible_values(&mut sql, person, prop);
-        sql.push(&format!(") AS k{index}"));
-    }
-    sql.push(" FROM entities e WHERE ");
-    where_clause(&mut sql, db, person, query);
-    let keys: Vec<String> = (0..query.group.len()).map(|index| format!("k{index}")).collect();
-    sql.push(") g GROUP BY ")
-        .push(&keys.join(", "))
-        .push(" ORDER BY ")
-        .push(&keys.join(", "));
-    let groups = sql.into_query().load::<GroupRow>(conn).await?;
+    let groups = group_statement(db, person, query)
+        .into_query()
+        .load::<GroupRow>(conn)
+        .await?;
 
     let firsts: Vec<String> = groups.iter().map(|group| group.first.clone()).collect();
     let mut entities = Sql::default();
@@ -197,6 +223,25 @@ async fn run_grouped(
         .filter_map(|group| Some((by_id.remove(&group.first)?, group.count)))
         .collect();
     Ok(ListResult::Groups { groups })
+}
+
+/// The groups: each one's first entity (lowest `_id`) and size.
+fn group_statement(db: &str, person: Option<&str>, query: &ListQuery) -> Sql {
+    let mut sql = Sql::default();
+    sql.push("SELECT min(g.id) AS first, count(*) AS count FROM (SELECT e.id");
+    for (index, (prop, field)) in query.group.iter().enumerate() {
+        sql.push(&format!(", (SELECT min(v.{}::text) ", column(*field)));
+        visible_values(&mut sql, person, prop);
+        sql.push(&format!(") AS k{index}"));
+    }
+    sql.push(" FROM entities e WHERE ");
+    where_clause(&mut sql, db, person, query);
+    let keys: Vec<String> = (0..query.group.len()).map(|index| format!("k{index}")).collect();
+    sql.push(") g GROUP BY ")
+        .push(&keys.join(", "))
+        .push(" ORDER BY ")
+        .push(&keys.join(", "));
+    sql
 }
 
 fn where_clause(sql: &mut Sql, db: &str, person: Option<&str>, query: &ListQuery) {
