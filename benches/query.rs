@@ -5,7 +5,8 @@
 //! and each query's plan is written with `EXPLAIN (ANALYZE, BUFFERS)`.
 //!
 //! `cargo bench --bench query` (needs `wrk`; `EDS_BENCH_ENTITIES` sets the
-//! number of books, 1,000,000 by default). The loaded database is kept in a
+//! number of books, 1,000,000 by default, `EDS_BENCH_SECONDS` each wrk run's
+//! length, 10 by default). The loaded database is kept in a
 //! durable cluster under /tmp and reused by later runs of the same size.
 
 use std::path::{Path, PathBuf};
@@ -333,6 +334,10 @@ fn median(mut values: Vec<f64>) -> f64 {
 #[tokio::main]
 async fn main() {
     let count = entities_wanted();
+    let seconds: u32 = std::env::var("EDS_BENCH_SECONDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10);
     let cluster = durable_cluster();
     let name = format!("eds_bench_books_{count}");
     db::create_database_if_missing(&cluster.url("postgres").unwrap(), &name, None).unwrap();
@@ -410,7 +415,7 @@ async fn main() {
         let (path, token) = (path.clone(), token.clone());
         let runs = tokio::task::spawn_blocking(move || {
             wrk(&path, &token, 3); // warm-up
-            (0..3).map(|_| wrk(&path, &token, 10)).collect::<Vec<_>>()
+            (0..3).map(|_| wrk(&path, &token, seconds)).collect::<Vec<_>>()
         })
         .await
         .unwrap();

@@ -444,3 +444,52 @@ fn urlencode(text: &str) -> String {
         })
         .collect()
 }
+
+#[tokio::test]
+async fn a_query_over_the_statement_timeout_is_503_query_timeout_with_retry_after() {
+    let app = common::TestApp::start_with(
+        common::Storage::Local,
+        &[("database.statement_timeout_ms", "100".to_owned())],
+    )
+    .await;
+    let token = app.owner_token().await;
+    // 100,000 entities with a value each, written in bulk on a connection of
+    // the test's own, without a time limit: sorting them all takes far longer.
+    let mut conn = <diesel_async::AsyncPgConnection as diesel_async::AsyncConnection>::establish(&app.database_url)
+        .await
+        .unwrap();
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(
+            "WITH n AS (SELECT i, 'bulk' || lpad(i::text, 20, '0') AS id FROM generate_series(1, 100000) i), \
+             e AS (INSERT INTO entities (db, id, created_at, viewers) \
+                   SELECT 'demo', id, now(), ARRAY[$1] FROM n RETURNING id) \
+             INSERT INTO property_values (db, id, entity_id, prop, number, created_at) \
+             SELECT 'demo', 'v' || e.id, e.id, 'n', n.i, now() FROM e JOIN n ON n.id = e.id",
+        )
+        .bind::<diesel::sql_types::Text, _>(&app.person),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    // as autovacuum would, so the planner knows the tables' new sizes
+    diesel_async::RunQueryDsl::execute(diesel::sql_query("ANALYZE entities, property_values"), &mut conn)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let response = app
+        .http
+        .get(format!("{}/api/demo/entity?n.number.gte=0&sort=-n.number", app.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.headers()["retry-after"], "5");
+    let body: Json = response.json().await.unwrap();
+    assert_eq!(body["error"], "query_timeout", "{body}");
+    // answered at the limit, not after the query would have finished
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // the server is not stuck: the next request is served
+    let (status, body) = app.get(&format!("/api/demo/entity/{}", app.person), &token).await;
+    assert_eq!(status, 200, "{body}");
+}
