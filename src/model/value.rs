@@ -261,11 +261,25 @@ fn parse_file(prop: &str, object: &Map<String, Json>) -> Result<Value, ApiError>
     })
 }
 
+/// The first day PostgreSQL's `date` and `timestamptz` hold, 4714-11-24 BC
+/// (their last day lies beyond the years chrono parses).
+const FIRST_STORABLE_DAY: NaiveDate = match NaiveDate::from_ymd_opt(-4713, 11, 24) {
+    Some(day) => day,
+    None => panic!("4714-11-24 BC is a date"),
+};
+
+/// Whether PostgreSQL holds this day. Earlier days are refused as malformed
+/// while parsing, rather than failing in the database.
+pub fn is_storable_date(date: NaiveDate) -> bool {
+    date >= FIRST_STORABLE_DAY
+}
+
 /// `YYYY-MM-DD`, or an ISO 8601 date-time whose UTC date is taken.
 pub fn parse_date(text: &str) -> Option<NaiveDate> {
     NaiveDate::parse_from_str(text, "%Y-%m-%d")
         .ok()
         .or_else(|| parse_datetime(text).map(|dt| dt.date_naive()))
+        .filter(|date| is_storable_date(*date))
 }
 
 /// ISO 8601 / RFC 3339 date-time; without an offset it is read as UTC.
@@ -278,6 +292,7 @@ pub fn parse_datetime(text: &str) -> Option<DateTime<Utc>> {
                 .ok()
                 .map(|naive| naive.and_utc())
         })
+        .filter(|at| is_storable_date(at.date_naive()))
 }
 
 pub fn is_language_code(code: &str) -> bool {
@@ -321,6 +336,19 @@ mod tests {
             r#"{"type":"a.b","string":"x"}"#,
         ] {
             assert_eq!(parse_body(body.as_bytes()).unwrap_err().status.as_u16(), 400, "{body}");
+        }
+    }
+
+    #[test]
+    fn dates_before_postgresql_s_first_day_are_malformed() {
+        assert!(parse_date("-4713-11-24").is_some());
+        assert_eq!(parse_date("-4713-11-23"), None);
+        assert_eq!(parse_datetime("-5000-01-01T00:00:00"), None);
+        for body in [
+            r#"{"type":"d","date":"-5000-01-01"}"#,
+            r#"{"type":"d","datetime":"-5000-01-01T00:00:00"}"#,
+        ] {
+            assert_eq!(one(body).unwrap_err().status.as_u16(), 400, "{body}");
         }
     }
 

@@ -8,7 +8,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use crate::db::projection::SEARCH_WORD_CHARS;
 use crate::http::error::ApiError;
 use crate::model::ids::is_valid_id;
-use crate::model::value::{is_valid_property_name, parse_date, parse_datetime};
+use crate::model::value::{is_storable_date, is_valid_property_name, parse_date, parse_datetime};
 
 pub const DEFAULT_LIMIT: i64 = 100;
 
@@ -294,7 +294,7 @@ fn operand(field: Field, text: &str) -> Result<Operand, ApiError> {
 
 /// Rule 3: dates may be Unix timestamps in milliseconds.
 fn from_millis(text: &str) -> Option<DateTime<Utc>> {
-    DateTime::from_timestamp_millis(text.trim().parse().ok()?)
+    DateTime::from_timestamp_millis(text.trim().parse().ok()?).filter(|at| is_storable_date(at.date_naive()))
 }
 
 /// Rule 2: `/pattern/flags`, or a bare pattern. Patterns follow the `regex`
@@ -391,6 +391,19 @@ mod tests {
             filter("d.datetime.lt", "1709287200000").condition,
             Condition::Compare(Operator::Lt, Operand::Datetime(_))
         ));
+    }
+
+    #[test]
+    fn dates_before_postgresql_s_first_day_are_invalid_filters() {
+        for (key, raw) in [
+            ("d.date", "-5000-01-01"),
+            ("d.date.gt", "-300000000000000"),
+            ("d.datetime.lt", "-300000000000000"),
+            ("d.datetime", "-5000-01-01T00:00:00"),
+        ] {
+            assert_eq!(parse(&[(key, raw)]).unwrap_err().code, "invalid_filter", "{key}={raw}");
+        }
+        assert!(parse(&[("d.datetime", "-4713-11-24")]).is_ok());
     }
 
     #[test]
