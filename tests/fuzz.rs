@@ -17,7 +17,7 @@ use eds::formula::{FieldRef, Formula, FormulaValue};
 use eds::http::error::ApiError;
 use eds::model::counter;
 use eds::model::ids::is_valid_id;
-use eds::model::value::{Value, is_language_code, is_valid_property_name, parse_body};
+use eds::model::value::{Value, is_language_code, is_storable_text, is_valid_property_name, parse_body};
 use eds::query::{Condition, DEFAULT_LIMIT, ListQuery, Operand, SortTarget};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -70,7 +70,7 @@ fn prop_name() -> impl Strategy<Value = String> {
 }
 
 fn any_text() -> impl Strategy<Value = String> {
-    prop_oneof![".{0,40}", "[ -~]{0,40}", "[a-z0-9é€😀\\\\'\" ,./-]{0,24}"]
+    prop_oneof![".{0,40}", "[ -~]{0,40}", "[a-z0-9é€😀\\\\'\" ,./\\x00-]{0,24}"]
 }
 
 // ---------------------------------------------------------------------------
@@ -223,6 +223,7 @@ fn check_accepted_query(params: &[(String, String)], query: &ListQuery) {
         match &filter.condition {
             Condition::Regex { pattern, .. } => {
                 assert!(pattern.len() <= 512, "a regex over 512 bytes was accepted");
+                assert!(is_storable_text(pattern), "{pattern:?}");
                 assert!(
                     regex::Regex::new(pattern).is_ok(),
                     "invalid regex accepted: {pattern:?}"
@@ -243,6 +244,7 @@ fn check_accepted_query(params: &[(String, String)], query: &ListQuery) {
     }
     for word in &query.words {
         assert!(!word.is_empty() && word.chars().count() <= 20, "{word:?}");
+        assert!(is_storable_text(word), "{word:?}");
         assert!(!word.chars().any(char::is_whitespace), "{word:?}");
     }
     if let Some(props) = &query.props {
@@ -254,6 +256,7 @@ fn check_operand(operand: &Operand) {
     match operand {
         Operand::Date(date) => assert!(storable(*date), "date {date} accepted"),
         Operand::Datetime(at) => assert!(storable(at.date_naive()), "datetime {at} accepted"),
+        Operand::Text(text) => assert!(is_storable_text(text), "{text:?}"),
         _ => {}
     }
 }
@@ -320,9 +323,9 @@ proptest! {
             Err(error) => {
                 assert_client_error(&error);
                 prop_assert_eq!((error.code, error.message.as_ref()), ("invalid_regex", "Invalid regex"));
-                // Valid also means compiling within the parser's 1 MiB size limit.
+                // Valid also means compiling within the parser's 1 MiB size limit, and no NUL.
                 let compiles = regex::RegexBuilder::new(pattern).size_limit(1 << 20).build().is_ok();
-                prop_assert!(pattern.len() > 512 || flags.contains('x') || !compiles);
+                prop_assert!(pattern.len() > 512 || flags.contains('x') || !compiles || !is_storable_text(pattern));
             }
         }
     }
@@ -642,16 +645,24 @@ fn check_accepted_body(json: Option<&Json>, values: &[eds::model::value::ValueIn
             Value::Counter { step } => assert!(step.is_finite()),
             Value::CounterString { string, number } => {
                 assert!(number.is_finite(), "counter {string:?} numbered {number}");
+                assert!(is_storable_text(string), "{string:?}");
                 assert!(string.bytes().any(|b| b.is_ascii_digit()));
             }
             Value::File {
                 filename,
                 filesize,
                 filetype,
-            } => assert!(*filesize >= 0 && !filename.trim().is_empty() && !filetype.trim().is_empty()),
+            } => {
+                assert!(*filesize >= 0 && !filename.trim().is_empty() && !filetype.trim().is_empty());
+                assert!(
+                    is_storable_text(filename) && is_storable_text(filetype),
+                    "{filename:?} {filetype:?}"
+                );
+            }
+            Value::String(text) => assert!(is_storable_text(text), "{text:?}"),
             Value::Date(date) => assert!(storable(*date), "date {date} accepted"),
             Value::Datetime(at) => assert!(storable(at.date_naive()), "datetime {at} accepted"),
-            Value::String(_) | Value::Boolean(_) => {}
+            Value::Boolean(_) => {}
             Value::Reference(id) => assert!(is_valid_id(id)),
         }
     }
