@@ -1,9 +1,11 @@
 //! Fuzz tests: arbitrary and structured-random input thrown at the pure
 //! parsers a request reaches before any I/O — the list query string
-//! (`ListQuery::parse`), formulas (`Formula::parse` and evaluation) and write
-//! bodies (`parse_body`). Every property holds for any input: no panic, a
-//! refusal is a 4xx `ApiError` with a code and a message (never a 500), and
-//! what is accepted respects the parser's limits.
+//! (`ListQuery::parse`), formulas (`Formula::parse` and evaluation), write
+//! bodies (`parse_body`) and the counter arithmetic. Every property holds for
+//! any input: no panic, a refusal is a 4xx `ApiError` with a code and a
+//! message (never a 500), and what is accepted respects the parser's limits
+//! and holds only what PostgreSQL can store, so it cannot fail there as a 500
+//! either.
 //!
 //! Each property runs a modest number of cases so that `cargo test` stays
 //! quick; `PROPTEST_CASES=100000 cargo test --test fuzz` searches harder.
