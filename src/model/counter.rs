@@ -3,13 +3,14 @@
 
 use crate::view::number_json;
 
-/// The last run of ASCII digits in `text`: its byte range and value.
+/// The last run of ASCII digits in `text`: its byte range and value; `None`
+/// when there is none, or when it is too long to be a finite number.
 fn last_number(text: &str) -> Option<(usize, usize, f64)> {
     let end = text.rfind(|c: char| c.is_ascii_digit())? + 1;
-    let start = text[..end]
-        .rfind(|c: char| !c.is_ascii_digit())
-        .map_or(0, |index| index + 1);
-    Some((start, end, text[start..end].parse().ok()?))
+    // Trimming ASCII digits ends on a character boundary, even after a multi-byte character.
+    let start = text[..end].trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    let number: f64 = text[start..end].parse().ok()?;
+    number.is_finite().then_some((start, end, number))
 }
 
 fn format_number(number: f64) -> String {
@@ -79,5 +80,18 @@ mod tests {
         assert_eq!(normalise("A1-B007"), Some(("A1-B7".into(), 7.0)));
         assert_eq!(normalise("000"), Some(("0".into(), 0.0)));
         assert_eq!(normalise("no digits"), None);
+    }
+
+    #[test]
+    fn a_number_after_a_multi_byte_character_is_found() {
+        assert_eq!(normalise("é0042"), Some(("é42".into(), 42.0)));
+        assert_eq!(next(Some(("№7", 7.0)), 1.0), ("№8".into(), 8.0));
+    }
+
+    #[test]
+    fn digits_beyond_a_finite_number_are_no_counter_number() {
+        let huge = format!("INV-{}", "9".repeat(400));
+        assert_eq!(normalise(&huge), None);
+        assert_eq!(next(Some((&huge, 9.0)), 1.0), ("10".into(), 10.0));
     }
 }

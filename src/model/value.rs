@@ -227,7 +227,12 @@ fn parse_counter(prop: &str, counter: &Json, object: &Map<String, Json>) -> Resu
 fn parse_scalar(prop: &str, field: &str, raw: &Json) -> Result<Value, ApiError> {
     let wrong = || malformed(format!("{prop}: `{field}` has the wrong form"));
     Ok(match field {
-        "string" => Value::String(raw.as_str().ok_or_else(wrong)?.to_owned()),
+        "string" => Value::String(
+            raw.as_str()
+                .filter(|s| is_storable_text(s))
+                .ok_or_else(wrong)?
+                .to_owned(),
+        ),
         "number" => Value::Number(raw.as_f64().ok_or_else(wrong)?),
         "boolean" => Value::Boolean(raw.as_bool().ok_or_else(wrong)?),
         "date" => Value::Date(raw.as_str().and_then(parse_date).ok_or_else(wrong)?),
@@ -245,7 +250,7 @@ fn parse_file(prop: &str, object: &Map<String, Json>) -> Result<Value, ApiError>
         object
             .get(field)
             .and_then(Json::as_str)
-            .filter(|s| !s.trim().is_empty())
+            .filter(|s| !s.trim().is_empty() && is_storable_text(s))
             .map(str::to_owned)
             .ok_or_else(|| malformed(format!("{prop}: a file needs a non-empty `{field}`")))
     };
@@ -261,11 +266,31 @@ fn parse_file(prop: &str, object: &Map<String, Json>) -> Result<Value, ApiError>
     })
 }
 
+/// Whether PostgreSQL's `text` holds this: any character but NUL. Text with
+/// a NUL is refused while parsing, rather than failing in the database.
+pub fn is_storable_text(text: &str) -> bool {
+    !text.contains('\0')
+}
+
+/// The first day PostgreSQL's `date` and `timestamptz` hold, 4714-11-24 BC
+/// (their last day lies beyond the years chrono parses).
+const FIRST_STORABLE_DAY: NaiveDate = match NaiveDate::from_ymd_opt(-4713, 11, 24) {
+    Some(day) => day,
+    None => panic!("4714-11-24 BC is a date"),
+};
+
+/// Whether PostgreSQL holds this day. Earlier days are refused as malformed
+/// while parsing, rather than failing in the database.
+pub fn is_storable_date(date: NaiveDate) -> bool {
+    date >= FIRST_STORABLE_DAY
+}
+
 /// `YYYY-MM-DD`, or an ISO 8601 date-time whose UTC date is taken.
 pub fn parse_date(text: &str) -> Option<NaiveDate> {
     NaiveDate::parse_from_str(text, "%Y-%m-%d")
         .ok()
         .or_else(|| parse_datetime(text).map(|dt| dt.date_naive()))
+        .filter(|date| is_storable_date(*date))
 }
 
 /// ISO 8601 / RFC 3339 date-time; without an offset it is read as UTC.
@@ -278,6 +303,7 @@ pub fn parse_datetime(text: &str) -> Option<DateTime<Utc>> {
                 .ok()
                 .map(|naive| naive.and_utc())
         })
+        .filter(|at| is_storable_date(at.date_naive()))
 }
 
 pub fn is_language_code(code: &str) -> bool {
@@ -321,6 +347,31 @@ mod tests {
             r#"{"type":"a.b","string":"x"}"#,
         ] {
             assert_eq!(parse_body(body.as_bytes()).unwrap_err().status.as_u16(), 400, "{body}");
+        }
+    }
+
+    #[test]
+    fn text_with_nul_is_malformed() {
+        for body in [
+            r#"{"type":"a","string":"x\u0000y"}"#,
+            r#"{"type":"a","counter":true,"string":"INV-\u00001"}"#,
+            r#"{"type":"a","filename":"a\u0000.pdf","filesize":1,"filetype":"application/pdf"}"#,
+            r#"{"type":"a","filename":"a.pdf","filesize":1,"filetype":"application/pdf\u0000"}"#,
+        ] {
+            assert_eq!(one(body).unwrap_err().code, "invalid_body", "{body}");
+        }
+    }
+
+    #[test]
+    fn dates_before_postgresql_s_first_day_are_malformed() {
+        assert!(parse_date("-4713-11-24").is_some());
+        assert_eq!(parse_date("-4713-11-23"), None);
+        assert_eq!(parse_datetime("-5000-01-01T00:00:00"), None);
+        for body in [
+            r#"{"type":"d","date":"-5000-01-01"}"#,
+            r#"{"type":"d","datetime":"-5000-01-01T00:00:00"}"#,
+        ] {
+            assert_eq!(one(body).unwrap_err().status.as_u16(), 400, "{body}");
         }
     }
 

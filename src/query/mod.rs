@@ -8,7 +8,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use crate::db::projection::SEARCH_WORD_CHARS;
 use crate::http::error::ApiError;
 use crate::model::ids::is_valid_id;
-use crate::model::value::{is_valid_property_name, parse_date, parse_datetime};
+use crate::model::value::{is_storable_date, is_storable_text, is_valid_property_name, parse_date, parse_datetime};
 
 pub const DEFAULT_LIMIT: i64 = 100;
 
@@ -228,9 +228,11 @@ fn parse_value_key(key: &str) -> Option<(String, Field)> {
 }
 
 /// Rule 12: words split on spaces, matched case-insensitively, only the first
-/// 20 characters of each counting.
+/// 20 characters of each counting. NUL, which no stored text holds, separates
+/// words too.
 fn parse_words(text: &str) -> Vec<String> {
-    text.split_whitespace()
+    text.split(|c: char| c.is_whitespace() || c == '\0')
+        .filter(|word| !word.is_empty())
         .map(|word| word.to_lowercase().chars().take(SEARCH_WORD_CHARS).collect())
         .collect()
 }
@@ -272,6 +274,9 @@ fn parse_filter(key: &str, value: &str) -> Result<Option<Filter>, ApiError> {
 fn operand(field: Field, text: &str) -> Result<Operand, ApiError> {
     let invalid = |what: &str| ApiError::bad_request("invalid_filter", format!("Invalid {what}: {text:?}"));
     Ok(match field {
+        Field::String | Field::Filename | Field::Filetype | Field::Language if !is_storable_text(text) => {
+            return Err(invalid("text"));
+        }
         Field::String | Field::Filename | Field::Filetype | Field::Language => Operand::Text(text.to_owned()),
         Field::Reference if is_valid_id(text) => Operand::Text(text.to_owned()),
         Field::Reference => return Err(ApiError::bad_request("invalid_id", "Invalid ID")),
@@ -294,7 +299,7 @@ fn operand(field: Field, text: &str) -> Result<Operand, ApiError> {
 
 /// Rule 3: dates may be Unix timestamps in milliseconds.
 fn from_millis(text: &str) -> Option<DateTime<Utc>> {
-    DateTime::from_timestamp_millis(text.trim().parse().ok()?)
+    DateTime::from_timestamp_millis(text.trim().parse().ok()?).filter(|at| is_storable_date(at.date_naive()))
 }
 
 /// Rule 2: `/pattern/flags`, or a bare pattern. Patterns follow the `regex`
@@ -306,7 +311,7 @@ fn parse_regex(value: &str) -> Result<Condition, ApiError> {
         Some((pattern, flags)) => (pattern, flags),
         None => (value, ""),
     };
-    if flag_text.contains('x') || pattern.len() > MAX_REGEX_LENGTH {
+    if flag_text.contains('x') || pattern.len() > MAX_REGEX_LENGTH || !is_storable_text(pattern) {
         return Err(invalid());
     }
     let flags = RegexFlags {
@@ -391,6 +396,33 @@ mod tests {
             filter("d.datetime.lt", "1709287200000").condition,
             Condition::Compare(Operator::Lt, Operand::Datetime(_))
         ));
+    }
+
+    #[test]
+    fn text_with_nul_is_an_invalid_filter_and_separates_words() {
+        assert_eq!(parse(&[("name.string", "a\0b")]).unwrap_err().code, "invalid_filter");
+        assert_eq!(
+            parse(&[("name.filename.in", "a,b\0")]).unwrap_err().code,
+            "invalid_filter"
+        );
+        assert_eq!(
+            parse(&[("name.string.regex", "/a\0/i")]).unwrap_err().code,
+            "invalid_regex"
+        );
+        assert_eq!(parse(&[("q", "Dune\0arr")]).unwrap().words, ["dune", "arr"]);
+    }
+
+    #[test]
+    fn dates_before_postgresql_s_first_day_are_invalid_filters() {
+        for (key, raw) in [
+            ("d.date", "-5000-01-01"),
+            ("d.date.gt", "-300000000000000"),
+            ("d.datetime.lt", "-300000000000000"),
+            ("d.datetime", "-5000-01-01T00:00:00"),
+        ] {
+            assert_eq!(parse(&[(key, raw)]).unwrap_err().code, "invalid_filter", "{key}={raw}");
+        }
+        assert!(parse(&[("d.datetime", "-4713-11-24")]).is_ok());
     }
 
     #[test]
