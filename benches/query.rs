@@ -373,20 +373,21 @@ async fn main() {
     let title = books(count / 2 + 1).last().unwrap().title;
     let words: Vec<&str> = title.split(' ').collect();
     let queries = [
-        ("equality filter on `code`", format!("code.string=BK-{:07}", count / 2)),
+        ("equality", "equality filter on `code`", format!("code.string=BK-{:07}", count / 2)),
         (
+            "range",
             "range on `price` (about 1%) + sort + 20 per page with count",
             "price.number.gte=500&price.number.lt=510&sort=-price.number&limit=20".to_owned(),
         ),
-        ("two-word `q`", format!("q={}+{}&limit=20", words[0], words[1])),
-        ("`group=instock.boolean`", "group=instock.boolean".to_owned()),
-        ("`props` projection", "props=title,price&limit=20".to_owned()),
+        ("q", "two-word `q`", format!("q={}+{}&limit=20", words[0], words[1])),
+        ("group", "`group=instock.boolean`", "group=instock.boolean".to_owned()),
+        ("props", "`props` projection", "props=title,price&limit=20".to_owned()),
     ];
     let explain_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/bench");
     std::fs::create_dir_all(&explain_dir).unwrap();
     println!("| query | requests/s | p50 ms | p99 ms | count |");
     println!("|---|---|---|---|---|");
-    for (index, (label, query)) in queries.iter().enumerate() {
+    for (slug, label, query) in &queries {
         let path = format!("{url}/api/{DB}/entity?{query}");
         let answer: Json = http
             .get(&path)
@@ -405,7 +406,7 @@ async fn main() {
             .await
             .unwrap();
         std::fs::write(
-            explain_dir.join(format!("query-{}.txt", index + 1)),
+            explain_dir.join(format!("query-{slug}.txt")),
             format!(
                 "-- {label}: GET /api/{DB}/entity?{query}\n-- {count} books, EXPLAIN (ANALYZE, BUFFERS) of each statement it runs\n\n{}\n",
                 plans.join("\n\n")
