@@ -373,7 +373,11 @@ async fn main() {
     let title = books(count / 2 + 1).last().unwrap().title;
     let words: Vec<&str> = title.split(' ').collect();
     let queries = [
-        ("equality", "equality filter on `code`", format!("code.string=BK-{:07}", count / 2)),
+        (
+            "equality",
+            "equality filter on `code`",
+            format!("code.string=BK-{:07}", count / 2),
+        ),
         (
             "range",
             "range on `price` (about 1%) + sort + 20 per page with count",

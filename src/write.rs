@@ -159,6 +159,8 @@ struct Learned {
     types: TypeCache,
     /// Actors already found to be persons of the database.
     persons: HashSet<String>,
+    /// The last number of each counter this transaction holds the lock of.
+    counters: HashMap<String, Option<(String, f64)>>,
 }
 
 async fn apply_one(
@@ -173,11 +175,10 @@ async fn apply_one(
         learned.persons.insert(actor.to_owned());
     }
     let now = Utc::now();
-    let types = &mut learned.types;
     match request.op {
-        WriteOp::CreateEntity { values } => create_entity(conn, types, db, actor, now, values, keys).await,
+        WriteOp::CreateEntity { values } => create_entity(conn, learned, db, actor, now, values, keys).await,
         WriteOp::AddValues { entity_id, values } => {
-            add_values(conn, types, db, actor, now, &entity_id, values, keys).await
+            add_values(conn, learned, db, actor, now, &entity_id, values, keys).await
         }
         WriteOp::DeleteValue { value_id } => {
             // deletes are rare: forget everything rather than track what they change
@@ -188,7 +189,7 @@ async fn apply_one(
             *learned = Learned::default();
             delete_entity(conn, db, actor, now, &entity_id).await
         }
-        WriteOp::Aggregate { entity_id } => aggregate(conn, types, db, actor, &entity_id).await,
+        WriteOp::Aggregate { entity_id } => aggregate(conn, &mut learned.types, db, actor, &entity_id).await,
     }
 }
 
@@ -232,7 +233,7 @@ struct Target<'a> {
 
 async fn create_entity(
     conn: &mut AsyncPgConnection,
-    types: &mut TypeCache,
+    learned: &mut Learned,
     db: &str,
     actor: &str,
     now: DateTime<Utc>,
@@ -261,7 +262,7 @@ async fn create_entity(
     }
     let entity_id = new_id();
     values::insert_entity(conn, db, &entity_id, now, actor).await?;
-    let kind = types.get(conn, db, &type_id).await?;
+    let kind = learned.types.get(conn, db, &type_id).await?;
     let target = Target {
         db,
         actor,
@@ -278,7 +279,7 @@ async fn create_entity(
         kind: kind.clone(),
         live: Vec::new(),
     };
-    let (mut rows, plain_keys) = validate(conn, types, &target, &inputs, keys).await?;
+    let (mut rows, plain_keys) = validate(conn, learned, &target, &inputs, keys).await?;
     let response = response_values(&rows, &plain_keys);
     let creator_is_owner = inputs
         .iter()
@@ -291,9 +292,9 @@ async fn create_entity(
     rows.push(created);
     values::insert_values(conn, &rows).await?;
     let written = rows.iter().map(ValueRow::from).collect();
-    projection::project_new(conn, types, db, &entity_id, written).await?;
+    projection::project_new(conn, &mut learned.types, db, &entity_id, written).await?;
     if kind.describes_types() {
-        types.clear();
+        learned.types.clear();
     }
     Ok(WriteOutcome::Written {
         entity_id,
@@ -304,7 +305,7 @@ async fn create_entity(
 #[allow(clippy::too_many_arguments)]
 async fn add_values(
     conn: &mut AsyncPgConnection,
-    types: &mut TypeCache,
+    learned: &mut Learned,
     db: &str,
     actor: &str,
     now: DateTime<Utc>,
@@ -321,7 +322,7 @@ async fn add_values(
         return Err(ApiError::entity_not_found());
     }
     let kind = match &entity.type_id {
-        Some(type_id) => types.get(conn, db, type_id).await?,
+        Some(type_id) => learned.types.get(conn, db, type_id).await?,
         None => Default::default(),
     };
     let target = Target {
@@ -334,7 +335,7 @@ async fn add_values(
         kind: kind.clone(),
         live: values::live_values(conn, db, entity_id).await?,
     };
-    let (rows, plain_keys) = validate(conn, types, &target, &inputs, keys).await?;
+    let (rows, plain_keys) = validate(conn, learned, &target, &inputs, keys).await?;
     let mut replaced: Vec<String> = inputs.iter().filter_map(|v| v.replaces.clone()).collect();
     replaced.extend(replaced_rights(&target.live, &rows));
     let owners_left = target
@@ -348,9 +349,9 @@ async fn add_values(
     }
     values::soft_delete_values(conn, db, &replaced, now, actor).await?;
     values::insert_values(conn, &rows).await?;
-    projection::project(conn, types, db, entity_id).await?;
+    projection::project(conn, &mut learned.types, db, entity_id).await?;
     if kind.describes_types() {
-        types.clear();
+        learned.types.clear();
     }
     Ok(WriteOutcome::Written {
         entity_id: entity_id.to_owned(),
@@ -487,7 +488,7 @@ async fn aggregate(
 /// apart, by value id: only their hash is stored.
 async fn validate(
     conn: &mut AsyncPgConnection,
-    types: &mut TypeCache,
+    learned: &mut Learned,
     target: &Target<'_>,
     inputs: &[ValueInput],
     mut keys: Vec<GeneratedKey>,
@@ -495,20 +496,23 @@ async fn validate(
     let mut rows = Vec::with_capacity(inputs.len());
     let mut plain_keys = HashMap::new();
     // One sequence per property name and database: lock each (in name order,
-    // so two writes never wait on each other crosswise) until commit.
+    // so two writes never wait on each other crosswise) until commit, and
+    // read its last number once per transaction.
     let mut counters: Vec<&str> = inputs
         .iter()
         .filter(|input| matches!(input.value, Value::Counter { .. }))
         .map(|input| input.prop.as_str())
+        .filter(|prop| !learned.counters.contains_key(*prop))
         .collect();
     counters.sort_unstable();
     counters.dedup();
     for prop in counters {
         values::lock_counter(conn, target.db, prop).await?;
+        let last = values::largest_number(conn, target.db, prop).await?;
+        learned.counters.insert(prop.to_owned(), last);
     }
-    let mut last_numbers: HashMap<&str, (String, f64)> = HashMap::new();
     for input in inputs {
-        let needed = check_property(conn, types, target, input).await?;
+        let needed = check_property(conn, &mut learned.types, target, input).await?;
         if needed.is_some_and(|needed| !has_right(&target.lists, target.actor, needed)) {
             return Err(ApiError::forbidden(format!("Missing rights to write {}", input.prop)));
         }
@@ -547,14 +551,20 @@ async fn validate(
         }
         let mut row = new_row(target, &input.prop, &input.value, input.language.clone());
         if let Value::Counter { step } = input.value {
-            let previous = match last_numbers.get(input.prop.as_str()) {
-                Some(last) => Some(last.clone()),
-                None => values::largest_number(conn, target.db, &input.prop).await?,
+            let last = match learned.counters.get(&input.prop) {
+                Some(last) => last.clone(),
+                None => {
+                    values::lock_counter(conn, target.db, &input.prop).await?;
+                    values::largest_number(conn, target.db, &input.prop).await?
+                }
             };
-            let (string, number) = counter::next(previous.as_ref().map(|(s, n)| (s.as_str(), *n)), step);
+            let (string, number) = counter::next(last.as_ref().map(|(s, n)| (s.as_str(), *n)), step);
             row.string = Some(string.clone());
             row.number = Some(number);
-            last_numbers.insert(&input.prop, (string, number));
+            learned.counters.insert(input.prop.clone(), Some((string, number)));
+        } else {
+            // a number written or overwritten by hand: read the sequence again
+            learned.counters.remove(&input.prop);
         }
         if input.prop == API_KEY_PROPERTY {
             let key = keys

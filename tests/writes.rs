@@ -100,3 +100,37 @@ async fn a_definition_written_earlier_in_a_batch_governs_the_later_writes() {
         ("invalid_value", "pages takes a `number` value")
     );
 }
+
+#[tokio::test]
+async fn counters_in_one_batch_continue_the_sequence_and_follow_a_number_written_by_hand() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let ticket = app.create_type(&token, "ticket").await;
+    let counter = || {
+        create(
+            &app,
+            json!([{"type": "_type", "reference": ticket}, {"type": "no", "counter": true}]),
+        )
+    };
+    let outcomes = apply_batch(
+        &app.pool,
+        vec![
+            counter(),
+            counter(),
+            create(
+                &app,
+                json!([{"type": "_type", "reference": ticket}, {"type": "no", "number": 10}]),
+            ),
+            counter(),
+        ],
+    )
+    .await;
+    let numbers: Vec<f64> = outcomes
+        .iter()
+        .map(|outcome| match outcome.as_ref().unwrap() {
+            WriteOutcome::Written { values, .. } => values[1]["number"].as_f64().unwrap(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(numbers, [1.0, 2.0, 10.0, 11.0]);
+}
