@@ -287,7 +287,7 @@ async fn serve(database_url: &str, data_dir: &Path) -> (Child, String) {
 /// One `wrk` run: requests/s, p50 and p99 in milliseconds.
 fn wrk(url: &str, token: &str, seconds: u32) -> (f64, f64, f64) {
     let output = std::process::Command::new("wrk")
-        .args(["-t2", "-c32", &format!("-d{seconds}s"), "--latency"])
+        .args(["-t2", "-c32", &format!("-d{seconds}s"), "--timeout", "30s", "--latency"])
         .args(["-H", &format!("Authorization: Bearer {token}")])
         .arg(url)
         .output()

@@ -493,3 +493,26 @@ async fn a_query_over_the_statement_timeout_is_503_query_timeout_with_retry_afte
     let (status, body) = app.get(&format!("/api/demo/entity/{}", app.person), &token).await;
     assert_eq!(status, 200, "{body}");
 }
+
+#[tokio::test]
+async fn conditions_on_one_property_and_field_hold_for_one_and_the_same_value() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let item = app.create_type(&token, "item").await;
+    let inside = app
+        .create(&token, &item, json!([{"type": "price", "number": 15}]))
+        .await;
+    // one value below the range and one above: no single value is inside
+    app.create(
+        &token,
+        &item,
+        json!([{"type": "price", "number": 5}, {"type": "price", "number": 50}]),
+    )
+    .await;
+    let (status, body) = app
+        .get("/api/demo/entity?price.number.gte=10&price.number.lt=20", &token)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["count"], 1, "{body}");
+    assert_eq!(body["entities"][0]["_id"], inside.as_str());
+}

@@ -20,10 +20,12 @@ const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 /// Advisory lock key held while migrating, so processes starting together take turns.
 const MIGRATION_LOCK: i64 = 0x0065_6473_5f6d_6967; // "eds_mig"
 
-/// A pool whose connections cancel any statement running over `statement_timeout_ms`.
+/// A pool whose connections cancel any statement running over
+/// `statement_timeout_ms`. JIT compilation is off: it costs tens of
+/// milliseconds per query and pays off only for long analytical ones.
 pub fn pool(url: &str, size: usize, statement_timeout_ms: u64) -> Result<Pool, String> {
     let separator = if url.contains('?') { '&' } else { '?' };
-    let url = format!("{url}{separator}options=-c%20statement_timeout%3D{statement_timeout_ms}");
+    let url = format!("{url}{separator}options=-c%20statement_timeout%3D{statement_timeout_ms}%20-c%20jit%3Doff");
     let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(url);
     Pool::builder(manager)
         .max_size(size)

@@ -10,7 +10,7 @@ use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::sql_types::{Array, BigInt, Bool, Date, Double, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
-use super::{Condition, Field, Filter, ListQuery, Operand, Operator, RegexFlags, SortTarget};
+use super::{Condition, Field, ListQuery, Operand, Operator, RegexFlags, SortTarget};
 use crate::db::values::EntityRow;
 use crate::http::error::ApiError;
 use crate::model::API_KEY_PROPERTY;
@@ -289,9 +289,35 @@ fn where_clause(sql: &mut Sql, db: &str, person: Option<&str>, query: &ListQuery
             }
         }
     }
+    // Conditions on one property and value field hold for one and the same
+    // value (a range is one index scan); negations stand alone.
+    let mut groups: Vec<(&str, Field, Vec<Condition>)> = Vec::new();
     for filter in &query.filters {
+        if filter.prop == API_KEY_PROPERTY {
+            // Keys are hidden: nothing about them can be matched.
+            sql.push(" AND FALSE");
+            continue;
+        }
+        let (negated, positive) = match &filter.condition {
+            Condition::Compare(Operator::Ne, operand) => (true, Condition::Compare(Operator::Eq, operand.clone())),
+            Condition::Exists(false) => (true, Condition::Exists(true)),
+            other => (false, other.clone()),
+        };
+        if negated {
+            sql.push(" AND NOT ");
+            filter_clause(sql, db, person, &filter.prop, filter.field, &[positive]);
+        } else if let Some(group) = groups
+            .iter_mut()
+            .find(|(prop, field, _)| *prop == filter.prop && *field == filter.field)
+        {
+            group.2.push(positive);
+        } else {
+            groups.push((&filter.prop, filter.field, vec![positive]));
+        }
+    }
+    for (prop, field, conditions) in groups {
         sql.push(" AND ");
-        filter_clause(sql, db, person, filter);
+        filter_clause(sql, db, person, prop, field, &conditions);
     }
 }
 
@@ -351,42 +377,45 @@ fn column(field: Field) -> &'static str {
 }
 
 /// A filter: the caller's view of `e` shows the property, and one of its
-/// live values passes the test. The values are found first, through the
-/// (database, property, value) indexes, and only their entities checked.
-fn filter_clause(sql: &mut Sql, db: &str, person: Option<&str>, filter: &Filter) {
-    if filter.prop == API_KEY_PROPERTY {
-        // Keys are hidden: nothing about them can be matched.
-        sql.push("FALSE");
-        return;
-    }
-    let (negated, positive) = match &filter.condition {
-        Condition::Compare(Operator::Ne, operand) => (true, Condition::Compare(Operator::Eq, operand.clone())),
-        Condition::Exists(false) => (true, Condition::Exists(true)),
-        other => (false, other.clone()),
-    };
-    sql.push(if negated { "NOT (" } else { "(" });
-    shown(sql, person, &filter.prop);
+/// live values passes every condition. The values are found first, through
+/// the (database, property, value) indexes, and only their entities checked.
+fn filter_clause(sql: &mut Sql, db: &str, person: Option<&str>, prop: &str, field: Field, conditions: &[Condition]) {
+    sql.push("(");
+    shown(sql, person, prop);
     sql.push(" AND e.id IN (");
     let values = |sql: &mut Sql| {
         sql.push("SELECT v.entity_id FROM property_values v WHERE v.db = ")
             .bind(Bind::Text(db.to_owned()))
             .push(" AND v.prop = ")
-            .bind(Bind::Text(filter.prop.clone()))
-            .push(" AND v.deleted_at IS NULL AND ");
+            .bind(Bind::Text(prop.to_owned()))
+            .push(" AND v.deleted_at IS NULL");
+    };
+    let tests = |sql: &mut Sql, column: &str| {
+        for condition in conditions {
+            sql.push(" AND ");
+            value_test(sql, column, condition);
+        }
     };
     values(sql);
-    if filter.field == Field::String {
-        value_test(sql, "v.string", &positive);
-        // A reference's `string` is the referenced entity's name.
+    if field == Field::String {
+        tests(sql, "v.string");
+        // A reference's `string` is the referenced entity's name. Most
+        // properties hold no references: a one-time check (an index probe)
+        // skips this branch for them, whatever plan it got.
         sql.push(" UNION ALL ");
         values(sql);
-        sql.push("v.reference IN (SELECT r.id FROM entities r WHERE r.db = ")
+        sql.push(" AND v.reference IS NOT NULL AND EXISTS (SELECT 1 FROM property_values x WHERE x.db = ")
             .bind(Bind::Text(db.to_owned()))
-            .push(" AND r.deleted_at IS NULL AND ");
-        value_test(sql, "r.name", &positive);
+            .push(" AND x.prop = ")
+            .bind(Bind::Text(prop.to_owned()))
+            .push(" AND x.deleted_at IS NULL AND x.reference IS NOT NULL)")
+            .push(" AND v.reference IN (SELECT r.id FROM entities r WHERE r.db = ")
+            .bind(Bind::Text(db.to_owned()))
+            .push(" AND r.deleted_at IS NULL");
+        tests(sql, "r.name");
         sql.push(")");
     } else {
-        value_test(sql, &format!("v.{}", column(filter.field)), &positive);
+        tests(sql, &format!("v.{}", column(field)));
     }
     sql.push("))");
 }
