@@ -1,7 +1,7 @@
 //! SQL for list queries. Every user-supplied text (property names included)
 //! travels as a bind parameter; the SQL text holds only fixed fragments.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, NaiveDate, Utc};
 use diesel::QueryableByName;
@@ -107,10 +107,11 @@ pub async fn run(
     person: Option<&str>,
     query: &ListQuery,
 ) -> Result<ListResult, ApiError> {
+    let referencing = holding_references(conn, db, query).await?;
     if !query.group.is_empty() {
-        return run_grouped(conn, db, person, query).await;
+        return run_grouped(conn, db, person, query, &referencing).await;
     }
-    let (page, count) = page_statements(db, person, query);
+    let (page, count) = page_statements(db, person, query, &referencing);
     let entities = page.into_query().load::<EntityRow>(conn).await?;
     let count = count.into_query().get_result::<CountRow>(conn).await?.count;
     Ok(ListResult::Page { entities, count })
@@ -129,11 +130,12 @@ pub async fn explain(
         #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
         line: String,
     }
+    let referencing = holding_references(conn, db, query).await?;
     let statements = if query.group.is_empty() {
-        let (page, count) = page_statements(db, person, query);
+        let (page, count) = page_statements(db, person, query, &referencing);
         vec![page, count]
     } else {
-        vec![group_statement(db, person, query)]
+        vec![group_statement(db, person, query, &referencing)]
     };
     let mut plans = Vec::new();
     for mut statement in statements {
@@ -148,13 +150,46 @@ pub async fn explain(
     Ok(plans)
 }
 
+/// The properties filtered by `string` that hold references somewhere in
+/// the database (one index probe each): only for them can a filter match a
+/// reference by its target's name, so only their SQL asks.
+async fn holding_references(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    query: &ListQuery,
+) -> Result<HashSet<String>, ApiError> {
+    #[derive(QueryableByName)]
+    struct Prop {
+        #[diesel(sql_type = Text)]
+        prop: String,
+    }
+    let props: Vec<String> = query
+        .filters
+        .iter()
+        .filter(|filter| filter.field == Field::String)
+        .map(|filter| filter.prop.clone())
+        .collect();
+    if props.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let found: Vec<Prop> = diesel::sql_query(
+        "SELECT p.prop FROM unnest($2::text[]) AS p(prop) WHERE EXISTS (SELECT 1 FROM property_values x \
+         WHERE x.db = $1 AND x.prop = p.prop AND x.deleted_at IS NULL AND x.reference IS NOT NULL)",
+    )
+    .bind::<Text, _>(db)
+    .bind::<Array<Text>, _>(props)
+    .load(conn)
+    .await?;
+    Ok(found.into_iter().map(|row| row.prop).collect())
+}
+
 /// One page of matches, and the count of all matches.
-fn page_statements(db: &str, person: Option<&str>, query: &ListQuery) -> (Sql, Sql) {
+fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, referencing: &HashSet<String>) -> (Sql, Sql) {
     let mut page = Sql::default();
     page.push("SELECT ")
         .push(ENTITY_COLUMNS)
         .push(" FROM entities e WHERE ");
-    where_clause(&mut page, db, person, query);
+    where_clause(&mut page, db, person, query, referencing);
     page.push(" ORDER BY ");
     for key in &query.sort {
         let direction = if key.descending { "DESC" } else { "ASC" };
@@ -184,7 +219,7 @@ fn page_statements(db: &str, person: Option<&str>, query: &ListQuery) -> (Sql, S
 
     let mut count = Sql::default();
     count.push("SELECT count(*) AS count FROM entities e WHERE ");
-    where_clause(&mut count, db, person, query);
+    where_clause(&mut count, db, person, query, referencing);
     (page, count)
 }
 
@@ -195,8 +230,9 @@ async fn run_grouped(
     db: &str,
     person: Option<&str>,
     query: &ListQuery,
+    referencing: &HashSet<String>,
 ) -> Result<ListResult, ApiError> {
-    let groups = group_statement(db, person, query)
+    let groups = group_statement(db, person, query, referencing)
         .into_query()
         .load::<GroupRow>(conn)
         .await?;
@@ -228,7 +264,7 @@ async fn run_grouped(
 /// The groups: each one's first entity (lowest `_id`) and size. Each grouped
 /// property's smallest value per entity is computed once for the database
 /// (a hash join), not looked up entity by entity.
-fn group_statement(db: &str, person: Option<&str>, query: &ListQuery) -> Sql {
+fn group_statement(db: &str, person: Option<&str>, query: &ListQuery, referencing: &HashSet<String>) -> Sql {
     let mut sql = Sql::default();
     sql.push("SELECT min(e.id) AS first, count(*) AS count");
     for (index, (prop, _)) in query.group.iter().enumerate() {
@@ -250,7 +286,7 @@ fn group_statement(db: &str, person: Option<&str>, query: &ListQuery) -> Sql {
         ));
     }
     sql.push(" WHERE ");
-    where_clause(&mut sql, db, person, query);
+    where_clause(&mut sql, db, person, query, referencing);
     let keys: Vec<String> = (0..query.group.len()).map(|index| format!("k{index}")).collect();
     sql.push(" GROUP BY ")
         .push(&keys.join(", "))
@@ -259,7 +295,7 @@ fn group_statement(db: &str, person: Option<&str>, query: &ListQuery) -> Sql {
     sql
 }
 
-fn where_clause(sql: &mut Sql, db: &str, person: Option<&str>, query: &ListQuery) {
+fn where_clause(sql: &mut Sql, db: &str, person: Option<&str>, query: &ListQuery, referencing: &HashSet<String>) {
     sql.push("e.db = ")
         .bind(Bind::Text(db.to_owned()))
         .push(" AND e.deleted_at IS NULL AND ");
@@ -305,7 +341,8 @@ fn where_clause(sql: &mut Sql, db: &str, person: Option<&str>, query: &ListQuery
         };
         if negated {
             sql.push(" AND NOT ");
-            filter_clause(sql, db, person, &filter.prop, filter.field, &[positive]);
+            let references = referencing.contains(&filter.prop);
+            filter_clause(sql, db, person, &filter.prop, filter.field, &[positive], references);
         } else if let Some(group) = groups
             .iter_mut()
             .find(|(prop, field, _)| *prop == filter.prop && *field == filter.field)
@@ -317,7 +354,8 @@ fn where_clause(sql: &mut Sql, db: &str, person: Option<&str>, query: &ListQuery
     }
     for (prop, field, conditions) in groups {
         sql.push(" AND ");
-        filter_clause(sql, db, person, prop, field, &conditions);
+        let references = referencing.contains(prop);
+        filter_clause(sql, db, person, prop, field, &conditions, references);
     }
 }
 
@@ -379,7 +417,15 @@ fn column(field: Field) -> &'static str {
 /// A filter: the caller's view of `e` shows the property, and one of its
 /// live values passes every condition. The values are found first, through
 /// the (database, property, value) indexes, and only their entities checked.
-fn filter_clause(sql: &mut Sql, db: &str, person: Option<&str>, prop: &str, field: Field, conditions: &[Condition]) {
+fn filter_clause(
+    sql: &mut Sql,
+    db: &str,
+    person: Option<&str>,
+    prop: &str,
+    field: Field,
+    conditions: &[Condition],
+    holds_references: bool,
+) {
     sql.push("(");
     shown(sql, person, prop);
     sql.push(" AND e.id IN (");
@@ -399,21 +445,16 @@ fn filter_clause(sql: &mut Sql, db: &str, person: Option<&str>, prop: &str, fiel
     values(sql);
     if field == Field::String {
         tests(sql, "v.string");
-        // A reference's `string` is the referenced entity's name. Most
-        // properties hold no references: a one-time check (an index probe)
-        // skips this branch for them, whatever plan it got.
-        sql.push(" UNION ALL ");
-        values(sql);
-        sql.push(" AND v.reference IS NOT NULL AND EXISTS (SELECT 1 FROM property_values x WHERE x.db = ")
-            .bind(Bind::Text(db.to_owned()))
-            .push(" AND x.prop = ")
-            .bind(Bind::Text(prop.to_owned()))
-            .push(" AND x.deleted_at IS NULL AND x.reference IS NOT NULL)")
-            .push(" AND v.reference IN (SELECT r.id FROM entities r WHERE r.db = ")
-            .bind(Bind::Text(db.to_owned()))
-            .push(" AND r.deleted_at IS NULL");
-        tests(sql, "r.name");
-        sql.push(")");
+        if holds_references {
+            // A reference's `string` is the referenced entity's name.
+            sql.push(" UNION ALL ");
+            values(sql);
+            sql.push(" AND v.reference IS NOT NULL AND v.reference IN (SELECT r.id FROM entities r WHERE r.db = ")
+                .bind(Bind::Text(db.to_owned()))
+                .push(" AND r.deleted_at IS NULL");
+            tests(sql, "r.name");
+            sql.push(")");
+        }
     } else {
         tests(sql, &format!("v.{}", column(field)));
     }
