@@ -6,17 +6,23 @@
 //! `cargo bench --bench counters` (`EDS_BENCH_SECONDS`, `EDS_BENCH_CLIENTS`
 //! override the duration and the number of clients).
 
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use eds::db::{self, local_cluster::LocalCluster};
 use serde_json::{Value as Json, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
-const BIN: &str = env!("CARGO_BIN_EXE_eds");
-const JWT_SECRET: &str = "bench-secret-not-for-production";
+use common::processes::{eds, serve_logged};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+/// The server's defaults, without rate limits (every client is one address).
+const SERVE_ENV: [(&str, &str); 4] = [
+    ("EDS__HTTP__WORKERS", "0"),
+    ("EDS__DATABASE__POOL_SIZE", "16"),
+    ("EDS__LIMITS__ENABLED", "false"),
+    ("RUST_LOG", "warn,eds=info"),
+];
 
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -28,38 +34,6 @@ fn durable_cluster() -> LocalCluster {
     let cluster = LocalCluster::new(&dir).expect("PostgreSQL server binaries");
     cluster.ensure_running(false).expect("start the benchmark cluster");
     cluster
-}
-
-fn eds(database_url: &str, data_dir: &PathBuf) -> Command {
-    let mut command = Command::new(BIN);
-    command
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("EDS__DATABASE__URL", database_url)
-        .env("EDS__AUTH__JWT_SECRET", JWT_SECRET)
-        .env("EDS__DATA__DIR", data_dir)
-        .env("EDS__HTTP__BIND", "127.0.0.1:0")
-        .env("EDS__LIMITS__ENABLED", "false")
-        .env("RUST_LOG", "warn,eds=info")
-        .kill_on_drop(true);
-    command
-}
-
-async fn serve(database_url: &str, data_dir: &PathBuf) -> (Child, String) {
-    let mut child = eds(database_url, data_dir)
-        .arg("serve")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start eds serve");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        if let Some(at) = line.find("listening on http://") {
-            let url = line[at + "listening on ".len()..].trim().to_owned();
-            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-            return (child, url);
-        }
-    }
-    panic!("eds serve exited before listening");
 }
 
 struct Run {
@@ -102,7 +76,8 @@ async fn run(cluster: &LocalCluster, processes: usize, clients: usize, duration:
     let key = created["api_key"].as_str().unwrap().to_owned();
     let mut servers = Vec::new();
     for _ in 0..processes {
-        servers.push(serve(&database_url, &data_dir).await);
+        let (server, url, _) = serve_logged(&database_url, &data_dir, &SERVE_ENV).await;
+        servers.push((server, url));
     }
     let urls: Vec<String> = servers.iter().map(|(_, url)| url.clone()).collect();
     let http = reqwest::Client::new();

@@ -11,7 +11,6 @@
 //! durable cluster under /tmp and reused by later runs of the same size.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Instant;
 
 use diesel::Connection;
@@ -23,11 +22,19 @@ use eds::write::{WriteOp, WriteOutcome, WriteRequest, apply, apply_batch};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value as Json, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
-const BIN: &str = env!("CARGO_BIN_EXE_eds");
-const JWT_SECRET: &str = "bench-secret-not-for-production";
+use common::processes::serve_logged;
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+/// The server's defaults, without rate limits (every client is one address).
+const SERVE_ENV: [(&str, &str); 4] = [
+    ("EDS__HTTP__WORKERS", "0"),
+    ("EDS__DATABASE__POOL_SIZE", "16"),
+    ("EDS__LIMITS__ENABLED", "false"),
+    ("RUST_LOG", "warn,eds=info"),
+];
 const DB: &str = "books";
 /// Books per transaction while loading.
 const BATCH: usize = 500;
@@ -301,32 +308,6 @@ async fn owner(pool: &Pool) -> String {
     .id
 }
 
-async fn serve(database_url: &str, data_dir: &Path) -> (Child, String) {
-    let mut child = Command::new(BIN)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("EDS__DATABASE__URL", database_url)
-        .env("EDS__AUTH__JWT_SECRET", JWT_SECRET)
-        .env("EDS__DATA__DIR", data_dir)
-        .env("EDS__HTTP__BIND", "127.0.0.1:0")
-        .env("EDS__LIMITS__ENABLED", "false")
-        .env("RUST_LOG", "warn,eds=info")
-        .arg("serve")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start eds serve");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        if let Some(at) = line.find("listening on http://") {
-            let url = line[at + "listening on ".len()..].trim().to_owned();
-            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-            return (child, url);
-        }
-    }
-    panic!("eds serve exited before listening");
-}
-
 /// One `wrk` run: requests/s, p50 and p99 in milliseconds (none when no
 /// request finished), and the answers other than 2xx (503 `query_timeout`).
 fn wrk(url: &str, token: &str, seconds: u32) -> (f64, Option<(f64, f64)>, u64) {
@@ -401,7 +382,7 @@ async fn main() {
     .await;
 
     let data_dir: PathBuf = std::env::temp_dir().join(format!("{name}-files"));
-    let (_server, url) = serve(&database_url, &data_dir).await;
+    let (_server, url, _) = serve_logged(&database_url, &data_dir, &SERVE_ENV).await;
     let http = reqwest::Client::new();
     let auth: Json = http
         .get(format!("{url}/api/auth?db={DB}"))

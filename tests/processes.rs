@@ -3,70 +3,13 @@
 
 mod common;
 
-use std::process::Stdio;
-
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use eds::db::schema::property_values::dsl;
 use serde_json::{Value as Json, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
-const BIN: &str = env!("CARGO_BIN_EXE_eds");
-
-fn eds(database_url: &str, data_dir: &std::path::Path) -> Command {
-    let mut command = Command::new(BIN);
-    command
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("EDS__DATABASE__URL", database_url)
-        .env("EDS__AUTH__JWT_SECRET", common::JWT_SECRET)
-        .env("EDS__DATA__DIR", data_dir)
-        .env("EDS__HTTP__BIND", "127.0.0.1:0")
-        .env("EDS__HTTP__WORKERS", "2")
-        .env("EDS__DATABASE__POOL_SIZE", "8")
-        .kill_on_drop(true);
-    command
-}
-
-/// Starts `eds serve` and answers it with its base URL, read from its log.
-async fn serve(database_url: &str, data_dir: &std::path::Path) -> (Child, String) {
-    let (child, url, _) = serve_logged(database_url, data_dir, &[]).await;
-    (child, url)
-}
-
-/// As [`serve`], with further environment variables, keeping every log line.
-async fn serve_logged(
-    database_url: &str,
-    data_dir: &std::path::Path,
-    env: &[(&str, &str)],
-) -> (Child, String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let mut child = eds(database_url, data_dir)
-        .envs(env.iter().copied())
-        .arg("serve")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        log.lock().unwrap().push(line.clone());
-        if let Some(at) = line.find("listening on http://") {
-            // the address ends the line, or its JSON string
-            let rest = &line[at + "listening on ".len()..];
-            let url = rest.split(['"', ' ']).next().unwrap_or_default().to_owned();
-            // keep draining the log so the server never blocks on a full pipe
-            let kept = log.clone();
-            tokio::spawn(async move {
-                while let Ok(Some(line)) = lines.next_line().await {
-                    kept.lock().unwrap().push(line);
-                }
-            });
-            return (child, url, log);
-        }
-    }
-    panic!("eds serve exited before listening");
-}
+use common::processes::{eds, serve, serve_logged};
 
 /// Two `eds serve` processes on one fresh database `demo`: their URLs, an
 /// owner token valid on both, and the id of the `entity` meta type.

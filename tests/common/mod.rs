@@ -11,6 +11,8 @@ use eds::config::Settings;
 use eds::db::{self, Pool, local_cluster::LocalCluster};
 use serde_json::{Value as Json, json};
 
+pub mod processes;
+
 const TEMPLATE: &str = "eds_template";
 pub const JWT_SECRET: &str = "test-secret-not-for-production";
 
