@@ -177,12 +177,18 @@ async fn run(
     // A panicking decoder drops the sender: the file could not be decoded.
     let undecodable = |_| ApiError::from(ThumbnailError::Undecodable);
     started_rx.await.map_err(undecodable)?;
+    let started = Instant::now();
     let result = match limit {
         None => done_rx.await.map_err(undecodable)?,
-        Some(limit) => tokio::time::timeout(limit, done_rx)
-            .await
-            .map_err(|_| ApiError::from(ThumbnailError::PdfTimeout))?
-            .map_err(undecodable)?,
+        Some(limit) => {
+            let over = || ApiError::from(ThumbnailError::PdfTimeout);
+            let done = tokio::time::timeout(limit, done_rx).await.map_err(|_| over())?;
+            // a rendering that ended just as the timer did is still over the limit
+            if started.elapsed() >= limit {
+                return Err(over());
+            }
+            done.map_err(undecodable)?
+        }
     };
     Ok(result?)
 }
