@@ -134,3 +134,51 @@ async fn counters_in_one_batch_continue_the_sequence_and_follow_a_number_written
         .collect();
     assert_eq!(numbers, [1.0, 2.0, 10.0, 11.0]);
 }
+
+#[tokio::test]
+async fn writes_over_the_writer_queue_are_503_writes_busy_with_retry_after_and_leave_nothing() {
+    let app = TestApp::start_with(
+        common::Storage::Local,
+        &[
+            ("actors.writer_mailbox", "1".to_owned()),
+            ("actors.writer_batch", "1".to_owned()),
+        ],
+    )
+    .await;
+    let token = app.owner_token().await;
+    let item = app.create_type(&token, "item").await;
+    let mut requests = Vec::new();
+    for _ in 0..50 {
+        let (http, url, token, item) = (app.http.clone(), app.url.clone(), token.clone(), item.clone());
+        requests.push(tokio::spawn(async move {
+            let response = http
+                .post(format!("{url}/api/demo/entity"))
+                .bearer_auth(&token)
+                .json(&json!([{"type": "_type", "reference": item}]))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            let retry_after = response.headers().get("retry-after").cloned();
+            let body: Json = response.json().await.unwrap();
+            (status, retry_after, body)
+        }));
+    }
+    let mut created = 0;
+    let mut busy = 0;
+    for request in requests {
+        let (status, retry_after, body) = request.await.unwrap();
+        match status {
+            201 => created += 1,
+            503 => {
+                assert_eq!(body["error"], "writes_busy", "{body}");
+                assert!(retry_after.is_some());
+                busy += 1;
+            }
+            other => panic!("{other}: {body}"),
+        }
+    }
+    assert!(busy > 0, "50 writes at once overflow a queue of one");
+    let (_, body) = app.get("/api/demo/entity?_type.string=item", &token).await;
+    assert_eq!(body["count"], created, "{body}");
+}
