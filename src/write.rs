@@ -13,7 +13,7 @@ use tracing::{Instrument, Span};
 
 use crate::auth::api_key::{self, GeneratedKey};
 use crate::db::Pool;
-use crate::db::projection::{self, TypeCache, TypeInfo};
+use crate::db::projection::{self, NewEntity, TypeCache, TypeInfo};
 use crate::db::values::{self, NewValue, ValueRow};
 use crate::http::error::ApiError;
 use crate::model::counter;
@@ -261,7 +261,6 @@ async fn create_entity(
         ));
     }
     let entity_id = new_id();
-    values::insert_entity(conn, db, &entity_id, now, actor).await?;
     let kind = learned.types.get(conn, db, &type_id).await?;
     let target = Target {
         db,
@@ -290,9 +289,14 @@ async fn create_entity(
     let mut created = new_row(&target, "_created", &Value::Reference(actor.to_owned()), None);
     created.datetime = Some(now);
     rows.push(created);
+    let entity = NewEntity {
+        id: entity_id.clone(),
+        created_at: now,
+        created_by: actor.to_owned(),
+        rows: rows.iter().map(ValueRow::from).collect(),
+    };
+    projection::project_new(conn, &mut learned.types, db, entity).await?;
     values::insert_values(conn, &rows).await?;
-    let written = rows.iter().map(ValueRow::from).collect();
-    projection::project_new(conn, &mut learned.types, db, &entity_id, written).await?;
     if kind.describes_types() {
         learned.types.clear();
     }

@@ -5,6 +5,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::{Map, Value as Json};
@@ -172,17 +173,27 @@ pub async fn project(conn: &mut AsyncPgConnection, types: &mut TypeCache, db: &s
     project_from(conn, types, db, id, None, 0).await
 }
 
-/// As [`project`], for an entity created in this transaction from `rows`:
-/// nothing to read back, and nothing can inherit from or refer to it yet.
+/// An entity being created: its row is inserted with its projection, which
+/// is built from `rows`, the values about to be written.
+pub struct NewEntity {
+    pub id: String,
+    pub created_at: DateTime<Utc>,
+    pub created_by: String,
+    pub rows: Vec<ValueRow>,
+}
+
+/// As [`project`], for an entity created in this transaction: it is inserted
+/// (its values go in after it), nothing is read back, and nothing can
+/// inherit from or refer to it yet.
 pub async fn project_new(
     conn: &mut AsyncPgConnection,
     types: &mut TypeCache,
     db: &str,
-    id: &str,
-    mut rows: Vec<ValueRow>,
+    mut entity: NewEntity,
 ) -> QueryResult<usize> {
-    rows.sort_by(|a, b| a.id.cmp(&b.id)); // as `live_values` orders them
-    project_from(conn, types, db, id, Some(rows), 0).await
+    entity.rows.sort_by(|a, b| a.id.cmp(&b.id)); // as `live_values` orders them
+    let id = entity.id.clone();
+    project_from(conn, types, db, &id, Some(entity), 0).await
 }
 
 /// As [`project`], for an entity taken off the formula queue `hops`
@@ -202,7 +213,7 @@ async fn project_from(
     types: &mut TypeCache,
     db: &str,
     id: &str,
-    mut new_rows: Option<Vec<ValueRow>>,
+    mut new_entity: Option<NewEntity>,
     hops: i32,
 ) -> QueryResult<usize> {
     let mut pending = vec![id.to_owned()];
@@ -212,7 +223,7 @@ async fn project_from(
         if !done.insert(next.clone()) {
             continue; // a cycle of parents or references
         }
-        let changes = project_one(conn, types, db, &next, new_rows.take()).await?;
+        let changes = project_one(conn, types, db, &next, new_entity.take()).await?;
         if changes.rights {
             cascade_rights(conn, db, vec![next.clone()]).await?;
         }
@@ -382,19 +393,19 @@ struct Changes {
     types_to_reproject: Vec<String>,
 }
 
-/// Rebuilds one entity's projection; `new_rows` are the values of an entity
-/// created in this transaction, which has no projection yet.
+/// Rebuilds one entity's projection, or makes the first of a new entity.
 async fn project_one(
     conn: &mut AsyncPgConnection,
     types: &mut TypeCache,
     db: &str,
     id: &str,
-    new_rows: Option<Vec<ValueRow>>,
+    new_entity: Option<NewEntity>,
 ) -> QueryResult<Changes> {
-    let is_new = new_rows.is_some();
-    let (rows, previous) = match new_rows {
-        Some(rows) => (rows, None),
+    let is_new = new_entity.is_some();
+    let (created, rows, previous) = match new_entity {
+        Some(entity) => (Some((entity.created_at, entity.created_by)), entity.rows, None),
         None => (
+            None,
             values::live_values(conn, db, id).await?,
             values::live_entity(conn, db, id, false).await?,
         ),
@@ -405,35 +416,54 @@ async fn project_one(
     formulas::apply(&mut projection.doc, computed);
     let lists = effective_rights(conn, db, &projection).await?;
     let array = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>();
-    diesel::update(entities::table)
-        .filter(entities::db.eq(db))
-        .filter(entities::id.eq(id))
-        .set((
-            (
-                entities::doc.eq(&projection.doc),
-                entities::name.eq(&projection.name),
-                entities::type_id.eq(&projection.type_id),
-                entities::parent_ids.eq(&projection.parent_ids),
-                entities::sharing.eq(projection.sharing.as_str()),
-                entities::inherit_rights.eq(projection.inherit_rights),
-            ),
-            (
-                entities::owners.eq(array(&lists.owners)),
-                entities::editors.eq(array(&lists.editors)),
-                entities::expanders.eq(array(&lists.expanders)),
-                entities::viewers.eq(array(&lists.viewers)),
-                entities::noaccess.eq(array(&lists.noaccess)),
-            ),
-            (
-                entities::public_props.eq(&projection.public_props),
-                entities::domain_props.eq(&projection.domain_props),
-                entities::search_private.eq(&projection.search_private),
-                entities::search_domain.eq(&projection.search_domain),
-                entities::search_public.eq(&projection.search_public),
-            ),
-        ))
-        .execute(conn)
-        .await?;
+    let columns = (
+        (
+            entities::doc.eq(&projection.doc),
+            entities::name.eq(&projection.name),
+            entities::type_id.eq(&projection.type_id),
+            entities::parent_ids.eq(&projection.parent_ids),
+            entities::sharing.eq(projection.sharing.as_str()),
+            entities::inherit_rights.eq(projection.inherit_rights),
+        ),
+        (
+            entities::owners.eq(array(&lists.owners)),
+            entities::editors.eq(array(&lists.editors)),
+            entities::expanders.eq(array(&lists.expanders)),
+            entities::viewers.eq(array(&lists.viewers)),
+            entities::noaccess.eq(array(&lists.noaccess)),
+        ),
+        (
+            entities::public_props.eq(&projection.public_props),
+            entities::domain_props.eq(&projection.domain_props),
+            entities::search_private.eq(&projection.search_private),
+            entities::search_domain.eq(&projection.search_domain),
+            entities::search_public.eq(&projection.search_public),
+        ),
+    );
+    match created {
+        Some((created_at, created_by)) => {
+            diesel::insert_into(entities::table)
+                .values((
+                    (
+                        entities::db.eq(db),
+                        entities::id.eq(id),
+                        entities::created_at.eq(created_at),
+                        entities::created_by.eq(created_by),
+                    ),
+                    columns,
+                ))
+                .execute(conn)
+                .await?
+        }
+        None => {
+            diesel::update(entities::table)
+                .filter(entities::db.eq(db))
+                .filter(entities::id.eq(id))
+                .set(columns)
+                .execute(conn)
+                .await?
+        }
+    };
     let mut types_to_reproject = Vec::new();
     let doc_changed = previous.as_ref().is_none_or(|row| row.doc != projection.doc);
     if doc_changed && context.type_name.as_deref() == Some(PROPERTY_TYPE) {
