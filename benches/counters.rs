@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use eds::db::{self, local_cluster::LocalCluster};
 use serde_json::{Value as Json, json};
 
-use common::processes::{eds, serve_logged};
+use common::processes::{call_json, create_demo, login, serve_logged};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -66,14 +66,7 @@ async fn run(cluster: &LocalCluster, processes: usize, clients: usize, duration:
     };
     assert_eq!(durability, "fsync=on synchronous_commit=on", "a durable cluster");
     let data_dir = std::env::temp_dir().join(&name);
-    let created = eds(&database_url, &data_dir)
-        .args(["db", "create", "demo", "--email", "load@example.com"])
-        .output()
-        .await
-        .unwrap();
-    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
-    let created: Json = serde_json::from_slice(&created.stdout).unwrap();
-    let key = created["api_key"].as_str().unwrap().to_owned();
+    let key = create_demo(&database_url, &data_dir, "load@example.com").await.key;
     let mut servers = Vec::new();
     for _ in 0..processes {
         let (server, url, _) = serve_logged(&database_url, &data_dir, &SERVE_ENV).await;
@@ -81,39 +74,22 @@ async fn run(cluster: &LocalCluster, processes: usize, clients: usize, duration:
     }
     let urls: Vec<String> = servers.iter().map(|(_, url)| url.clone()).collect();
     let http = reqwest::Client::new();
-    let auth: Json = http
-        .get(format!("{}/api/auth?db=demo", urls[0]))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = auth["token"].as_str().unwrap().to_owned();
-    let found: Json = http
-        .get(format!(
-            "{}/api/demo/entity?_type.string=entity&name.string=entity",
-            urls[0]
-        ))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let token = login(&http, &urls[0], &key).await;
+    let found = call_json(
+        &http,
+        &format!("{}/api/demo/entity?_type.string=entity&name.string=entity", urls[0]),
+        &token,
+        None,
+    )
+    .await;
     let meta = found["entities"][0]["_id"].as_str().unwrap().to_owned();
-    let created: Json = http
-        .post(format!("{}/api/demo/entity", urls[0]))
-        .bearer_auth(&token)
-        .json(&json!([{"type": "_type", "reference": meta}, {"type": "name", "string": "ticket"}]))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created = call_json(
+        &http,
+        &format!("{}/api/demo/entity", urls[0]),
+        &token,
+        Some(&json!([{"type": "_type", "reference": meta}, {"type": "name", "string": "ticket"}])),
+    )
+    .await;
     let ticket_type = created["_id"].as_str().unwrap().to_owned();
 
     let started = Instant::now();

@@ -23,7 +23,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value as Json, json};
 
-use common::processes::serve_logged;
+use common::processes::{call_json, serve_logged};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -384,15 +384,7 @@ async fn main() {
     let data_dir: PathBuf = std::env::temp_dir().join(format!("{name}-files"));
     let (_server, url, _) = serve_logged(&database_url, &data_dir, &SERVE_ENV).await;
     let http = reqwest::Client::new();
-    let auth: Json = http
-        .get(format!("{url}/api/auth?db={DB}"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let auth = call_json(&http, &format!("{url}/api/auth?db={DB}"), &key, None).await;
     let token = auth["token"].as_str().unwrap().to_owned();
 
     // two words of a title in the middle of the sequence

@@ -9,7 +9,7 @@ use eds::db::schema::property_values::dsl;
 use serde_json::{Value as Json, json};
 use tokio::process::Child;
 
-use common::processes::{eds, serve, serve_logged};
+use common::processes::{Demo, call_json, create_demo, login, serve, serve_logged};
 
 /// Two `eds serve` processes on one fresh database `demo`: their URLs, an
 /// owner token valid on both, and the id of the `entity` meta type.
@@ -26,39 +26,19 @@ struct Pair {
 async fn pair() -> Pair {
     let database_url = common::fresh_database();
     let data_dir = common::tempdir::Dir::new();
-    let created = eds(&database_url, &data_dir.0)
-        .args(["db", "create", "demo", "--email", "race@example.com"])
-        .output()
-        .await
-        .unwrap();
-    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
-    let created: Json = serde_json::from_slice(&created.stdout).unwrap();
-    let key = created["api_key"].as_str().unwrap().to_owned();
+    let key = create_demo(&database_url, &data_dir.0, "race@example.com").await.key;
     let (a, url_a) = serve(&database_url, &data_dir.0).await;
     let (b, url_b) = serve(&database_url, &data_dir.0).await;
     let http = reqwest::Client::new();
-    let auth: Json = http
-        .get(format!("{url_a}/api/auth?db=demo"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = auth["token"].as_str().unwrap().to_owned();
+    let token = login(&http, &url_a, &key).await;
     // the same secret signs for both processes
-    let entity_types: Json = http
-        .get(format!(
-            "{url_b}/api/demo/entity?_type.string=entity&name.string=entity"
-        ))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let entity_types = call_json(
+        &http,
+        &format!("{url_b}/api/demo/entity?_type.string=entity&name.string=entity"),
+        &token,
+        None,
+    )
+    .await;
     let entity_type = entity_types["entities"][0]["_id"].as_str().unwrap().to_owned();
     Pair {
         database_url,
@@ -81,16 +61,13 @@ async fn counter_writes_from_32_clients_over_two_processes_are_distinct_and_cons
         clients.push(tokio::spawn(async move {
             let mut numbers = Vec::new();
             for _ in 0..12 + usize::from(client < 16) {
-                let response: Json = http
-                    .post(format!("{url}/api/demo/entity"))
-                    .bearer_auth(&token)
-                    .json(&json!([{"type": "_type", "reference": entity_type}, {"type": "ticket", "counter": true}]))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let response = call_json(
+                    &http,
+                    &format!("{url}/api/demo/entity"),
+                    &token,
+                    Some(&json!([{"type": "_type", "reference": entity_type}, {"type": "ticket", "counter": true}])),
+                )
+                .await;
                 numbers.push(
                     response["properties"][1]["number"]
                         .as_i64()
@@ -118,16 +95,13 @@ async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
     let pair = pair().await;
     let (http, token, entity_type, database_url) = (&pair.http, &pair.token, &pair.entity_type, &pair.database_url);
     let [url_a, url_b] = &pair.urls;
-    let created: Json = http
-        .post(format!("{url_a}/api/demo/entity"))
-        .bearer_auth(token)
-        .json(&json!([{"type": "_type", "reference": entity_type}, {"type": "name", "string": "counter"}]))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created = call_json(
+        http,
+        &format!("{url_a}/api/demo/entity"),
+        token,
+        Some(&json!([{"type": "_type", "reference": entity_type}, {"type": "name", "string": "counter"}])),
+    )
+    .await;
     let entity = created["_id"].as_str().unwrap().to_owned();
 
     let mut clients = Vec::new();
@@ -137,15 +111,7 @@ async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
         clients.push(tokio::spawn(async move {
             let mut acknowledged = Vec::new();
             for round in 0..100 {
-                let current: Json = http
-                    .get(format!("{url}/api/demo/entity/{entity}"))
-                    .bearer_auth(&token)
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                let current = call_json(&http, &format!("{url}/api/demo/entity/{entity}"), &token, None).await;
                 let live = current["entity"]["name"][0]["_id"].as_str().unwrap().to_owned();
                 let response = http
                     .post(format!("{url}/api/demo/entity/{entity}"))
@@ -192,15 +158,7 @@ async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
     // the first value plus one row per acknowledged write: nothing unacknowledged landed
     assert_eq!(rows.len(), acknowledged.len() + 1);
     // and the projection agrees with the live row
-    let entity_json: Json = http
-        .get(format!("{url_b}/api/demo/entity/{entity}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let entity_json = call_json(http, &format!("{url_b}/api/demo/entity/{entity}"), token, None).await;
     assert_eq!(entity_json["entity"]["name"][0]["_id"], live[0].as_str());
     assert_eq!(entity_json["entity"]["name"].as_array().unwrap().len(), 1);
 }
@@ -209,36 +167,17 @@ async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
 async fn server_logs_never_contain_keys_or_tokens() {
     let database_url = common::fresh_database();
     let data_dir = common::tempdir::Dir::new();
-    let created = eds(&database_url, &data_dir.0)
-        .args(["db", "create", "demo", "--email", "logs@example.com"])
-        .output()
-        .await
-        .unwrap();
-    let created: Json = serde_json::from_slice(&created.stdout).unwrap();
-    let key = created["api_key"].as_str().unwrap().to_owned();
-    let person = created["person"].as_str().unwrap().to_owned();
+    let Demo { key, person } = create_demo(&database_url, &data_dir.0, "logs@example.com").await;
     let (_server, url, log) = serve_logged(&database_url, &data_dir.0, &[]).await;
     let http = reqwest::Client::new();
-    let auth: Json = http
-        .get(format!("{url}/api/auth?db=demo"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = auth["token"].as_str().unwrap().to_owned();
-    let added: Json = http
-        .post(format!("{url}/api/demo/entity/{person}"))
-        .bearer_auth(&token)
-        .json(&json!({"type": "service_api_key", "string": "generate"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let token = login(&http, &url, &key).await;
+    let added = call_json(
+        &http,
+        &format!("{url}/api/demo/entity/{person}"),
+        &token,
+        Some(&json!({"type": "service_api_key", "string": "generate"})),
+    )
+    .await;
     let second_key = added["properties"][0]["string"].as_str().unwrap().to_owned();
     for path in [
         "/api/demo/entity",
@@ -275,16 +214,7 @@ async fn server_logs_never_contain_keys_or_tokens() {
 async fn json_log_lines_of_a_request_all_carry_its_request_id() {
     let database_url = common::fresh_database();
     let data_dir = common::tempdir::Dir::new();
-    let created = eds(&database_url, &data_dir.0)
-        .args(["db", "create", "demo", "--email", "json@example.com"])
-        .output()
-        .await
-        .unwrap();
-    let created: Json = serde_json::from_slice(&created.stdout).unwrap();
-    let (key, person) = (
-        created["api_key"].as_str().unwrap(),
-        created["person"].as_str().unwrap(),
-    );
+    let Demo { key, person } = create_demo(&database_url, &data_dir.0, "json@example.com").await;
     let files = data_dir.0.join("files");
     // Without PDFium a PDF thumbnail logs from the PDFium thread and from the request.
     let env = [
@@ -294,27 +224,15 @@ async fn json_log_lines_of_a_request_all_carry_its_request_id() {
     ];
     let (_server, url, log) = serve_logged(&database_url, &data_dir.0, &env).await;
     let http = reqwest::Client::new();
-    let auth: Json = http
-        .get(format!("{url}/api/auth?db=demo"))
-        .bearer_auth(key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = auth["token"].as_str().unwrap().to_owned();
+    let token = login(&http, &url, &key).await;
     let pdf = b"%PDF-1.4\n%%EOF\n".to_vec();
-    let added: Json = http
-        .post(format!("{url}/api/demo/entity/{person}"))
-        .bearer_auth(&token)
-        .json(&json!([{"type": "photo", "filename": "a.pdf", "filesize": pdf.len(), "filetype": "application/pdf"}]))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let added = call_json(
+        &http,
+        &format!("{url}/api/demo/entity/{person}"),
+        &token,
+        Some(&json!([{"type": "photo", "filename": "a.pdf", "filesize": pdf.len(), "filetype": "application/pdf"}])),
+    )
+    .await;
     let value = &added["properties"][0];
     // signed for http.public_url; this process listens on another port
     let signed = value["upload"]["url"].as_str().unwrap();

@@ -63,3 +63,44 @@ pub async fn serve_logged(
     }
     panic!("eds serve exited before listening");
 }
+
+/// What `eds db create demo` printed.
+pub struct Demo {
+    pub person: String,
+    pub key: String,
+}
+
+/// Creates database `demo` with the command line, its owner's e-mail `email`.
+pub async fn create_demo(database_url: &str, data_dir: &Path, email: &str) -> Demo {
+    let created = eds(database_url, data_dir)
+        .args(["db", "create", "demo", "--email", email])
+        .output()
+        .await
+        .unwrap();
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    let created: serde_json::Value = serde_json::from_slice(&created.stdout).unwrap();
+    Demo {
+        person: created["person"].as_str().unwrap().to_owned(),
+        key: created["api_key"].as_str().unwrap().to_owned(),
+    }
+}
+
+/// A JSON request to a served URL: `GET`, or `POST` of `body`; answers the JSON body.
+pub async fn call_json(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    body: Option<&serde_json::Value>,
+) -> serde_json::Value {
+    let request = match body {
+        Some(body) => http.post(url).json(body),
+        None => http.get(url),
+    };
+    request.bearer_auth(token).send().await.unwrap().json().await.unwrap()
+}
+
+/// An access token to database `demo` for API key `key`, from the server at `base`.
+pub async fn login(http: &reqwest::Client, base: &str, key: &str) -> String {
+    let auth = call_json(http, &format!("{base}/api/auth?db=demo"), key, None).await;
+    auth["token"].as_str().unwrap().to_owned()
+}
