@@ -77,6 +77,20 @@ async fn stored_file(
     value["_id"].as_str().unwrap().to_owned()
 }
 
+/// A PNG of [`picture`] stored as the entity's `photo`; answers the value id.
+async fn stored_photo(app: &TestApp, token: &str, entity: &str) -> String {
+    stored_file(
+        app,
+        token,
+        entity,
+        "photo",
+        "p.png",
+        encoded(picture(), ImageFormat::Png),
+        "image/png",
+    )
+    .await
+}
+
 async fn fetch(app: &TestApp, url: &str) -> reqwest::Response {
     app.http.get(url).send().await.unwrap()
 }
@@ -511,16 +525,7 @@ async fn entity_thumbnail_uses_the_first_file_of_photo() {
 #[tokio::test]
 async fn thumbnail_size_other_than_50_200_or_400_is_400() {
     let (app, token, entity) = setup(Storage::Local, &[]).await;
-    let id = stored_file(
-        &app,
-        &token,
-        &entity,
-        "photo",
-        "p.png",
-        encoded(picture(), ImageFormat::Png),
-        "image/png",
-    )
-    .await;
+    let id = stored_photo(&app, &token, &entity).await;
     for size in ["0", "100", "401", "050", "big"] {
         let (status, body) = app
             .get(&format!("/api/demo/property/{id}/thumbnail/{size}"), &token)
@@ -643,16 +648,7 @@ async fn no_photo_or_a_missing_object_is_404() {
 async fn thumbnails_check_read_rights_on_every_request() {
     for storage in BACKENDS {
         let (app, token, entity) = setup(storage, &[]).await;
-        let id = stored_file(
-            &app,
-            &token,
-            &entity,
-            "photo",
-            "p.png",
-            encoded(picture(), ImageFormat::Png),
-            "image/png",
-        )
-        .await;
+        let id = stored_photo(&app, &token, &entity).await;
         let (person, key) = app.add_person(&token, "Other").await;
         let other = app.token_for(&key).await;
         let entity_path = format!("/api/demo/entity/{entity}/thumbnail/50");
@@ -689,16 +685,7 @@ async fn thumbnails_check_read_rights_on_every_request() {
 async fn thumbnails_are_cached_in_object_storage_after_the_first_request() {
     for storage in BACKENDS {
         let (app, token, entity) = setup(storage, &[]).await;
-        let id = stored_file(
-            &app,
-            &token,
-            &entity,
-            "photo",
-            "p.png",
-            encoded(picture(), ImageFormat::Png),
-            "image/png",
-        )
-        .await;
+        let id = stored_photo(&app, &token, &entity).await;
         let cached = app.objects_dir.join(format!("demo/{entity}/{id}.thumbnail-200.jpg"));
         assert!(!cached.exists());
         thumbnail_image(&app, &format!("/api/demo/property/{id}/thumbnail/200"), &token).await;
@@ -716,16 +703,7 @@ async fn thumbnails_are_cached_in_object_storage_after_the_first_request() {
 #[tokio::test]
 async fn concurrent_requests_for_one_thumbnail_all_get_it() {
     let (app, token, entity) = setup(Storage::S3, &[]).await;
-    let id = stored_file(
-        &app,
-        &token,
-        &entity,
-        "photo",
-        "p.png",
-        encoded(picture(), ImageFormat::Png),
-        "image/png",
-    )
-    .await;
+    let id = stored_photo(&app, &token, &entity).await;
     let path = format!("/api/demo/property/{id}/thumbnail/400");
     let answers = futures_util::future::join_all((0..8).map(|_| app.get(&path, &token))).await;
     for (status, body) in answers {

@@ -5,6 +5,18 @@ mod common;
 use common::TestApp;
 use serde_json::{Value as Json, json};
 
+/// Defines property `name` of `value_type` on a type, computed by `formula`.
+async fn define_formula(app: &TestApp, token: &str, type_id: &str, name: &str, value_type: &str, formula: &str) {
+    app.define(
+        token,
+        type_id,
+        name,
+        value_type,
+        json!([{"type": "formula", "string": formula}]),
+    )
+    .await;
+}
+
 async fn read(app: &TestApp, token: &str, id: &str) -> Json {
     let (status, body) = app.get(&format!("/api/demo/entity/{id}"), token).await;
     assert_eq!(status, 200, "{body}");
@@ -16,22 +28,8 @@ async fn formula_values_are_computed_and_follow_their_inputs() {
     let app = TestApp::start().await;
     let owner = app.owner_token().await;
     let order = app.create_type(&owner, "order").await;
-    app.define(
-        &owner,
-        &order,
-        "total",
-        "number",
-        json!([{"type": "formula", "string": "price qty MULTIPLY"}]),
-    )
-    .await;
-    app.define(
-        &owner,
-        &order,
-        "label",
-        "string",
-        json!([{"type": "formula", "string": "'Order ' _id"}]),
-    )
-    .await;
+    define_formula(&app, &owner, &order, "total", "number", "price qty MULTIPLY").await;
+    define_formula(&app, &owner, &order, "label", "string", "'Order ' _id").await;
     let id = app
         .create(
             &owner,
@@ -70,22 +68,8 @@ async fn a_parent_sums_its_children_and_follows_their_changes() {
     let owner = app.owner_token().await;
     let cart = app.create_type(&owner, "cart").await;
     let item = app.create_type(&owner, "item").await;
-    app.define(
-        &owner,
-        &cart,
-        "sum",
-        "number",
-        json!([{"type": "formula", "string": "_child.item.price SUM"}]),
-    )
-    .await;
-    app.define(
-        &owner,
-        &cart,
-        "items",
-        "number",
-        json!([{"type": "formula", "string": "_child.*._id COUNT"}]),
-    )
-    .await;
+    define_formula(&app, &owner, &cart, "sum", "number", "_child.item.price SUM").await;
+    define_formula(&app, &owner, &cart, "items", "number", "_child.*._id COUNT").await;
     let parent = app.create(&owner, &cart, json!([])).await;
     let first = app
         .create(
@@ -124,22 +108,8 @@ async fn a_parent_sums_its_children_and_follows_their_changes() {
 /// one's `label` (itself a formula) as `peer_label`. Answers the node ids.
 async fn ring(app: &TestApp, owner: &str, size: usize) -> Vec<String> {
     let node = app.create_type(owner, "node").await;
-    app.define(
-        owner,
-        &node,
-        "label",
-        "string",
-        json!([{"type": "formula", "string": "'node ' name CONCAT"}]),
-    )
-    .await;
-    app.define(
-        owner,
-        &node,
-        "peer_label",
-        "string",
-        json!([{"type": "formula", "string": "next.*.label"}]),
-    )
-    .await;
+    define_formula(app, owner, &node, "label", "string", "'node ' name CONCAT").await;
+    define_formula(app, owner, &node, "peer_label", "string", "next.*.label").await;
     let mut ids = Vec::new();
     for i in 0..size {
         let mut values = vec![json!({"type": "name", "string": format!("n{i}")})];
@@ -206,14 +176,7 @@ async fn a_cycle_of_formulas_that_never_settles_is_cut_and_the_queue_drains() {
     let owner = app.owner_token().await;
     let node = app.create_type(&owner, "node").await;
     // each node counts one more than the next: around a ring it never settles
-    app.define(
-        &owner,
-        &node,
-        "depth",
-        "number",
-        json!([{"type": "formula", "string": "next.*.depth 1 SUM"}]),
-    )
-    .await;
+    define_formula(&app, &owner, &node, "depth", "number", "next.*.depth 1 SUM").await;
     let a = app.create(&owner, &node, json!([])).await;
     let b = app
         .create(&owner, &node, json!([{"type": "next", "reference": a}]))
@@ -240,14 +203,7 @@ async fn aggregate_recomputes_for_editors_only() {
     let app = TestApp::start().await;
     let owner = app.owner_token().await;
     let order = app.create_type(&owner, "order").await;
-    app.define(
-        &owner,
-        &order,
-        "double",
-        "number",
-        json!([{"type": "formula", "string": "n 2 MULTIPLY"}]),
-    )
-    .await;
+    define_formula(&app, &owner, &order, "double", "number", "n 2 MULTIPLY").await;
     let id = app.create(&owner, &order, json!([{"type": "n", "number": 4}])).await;
     let (status, body) = app.get(&format!("/api/demo/entity/{id}/aggregate"), &owner).await;
     assert_eq!(status, 200, "{body}");
