@@ -183,7 +183,7 @@ async fn apply_one(
         WriteOp::DeleteValue { value_id } => {
             // deletes are rare: forget everything rather than track what they change
             *learned = Learned::default();
-            delete_value(conn, &mut TypeCache::default(), db, actor, now, &value_id).await
+            delete_value(conn, &mut learned.types, db, actor, now, &value_id).await
         }
         WriteOp::DeleteEntity { entity_id } => {
             *learned = Learned::default();
