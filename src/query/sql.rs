@@ -113,7 +113,10 @@ pub async fn run(
     }
     let (page, count) = page_statements(db, person, query, &referencing);
     let entities = page.into_query().load::<EntityRow>(conn).await?;
-    let count = count.into_query().get_result::<CountRow>(conn).await?.count;
+    let count = match count_from_page(query, entities.len()) {
+        Some(count) => count,
+        None => count.into_query().get_result::<CountRow>(conn).await?.count,
+    };
     Ok(ListResult::Page { entities, count })
 }
 
@@ -181,6 +184,13 @@ async fn holding_references(
     .load(conn)
     .await?;
     Ok(found.into_iter().map(|row| row.prop).collect())
+}
+
+/// The count of all matches when the page itself shows it: a page that is
+/// not full and is not past the last match ends with the last match.
+fn count_from_page(query: &ListQuery, found: usize) -> Option<i64> {
+    let found = i64::try_from(found).ok()?;
+    (found < query.limit && (found > 0 || query.skip == 0)).then_some(query.skip + found)
 }
 
 /// One page of matches, and the count of all matches.
@@ -542,4 +552,30 @@ fn array(operands: &[Operand]) -> Bind {
 
 fn collect<T>(operands: &[Operand], pick: impl Fn(&Operand) -> Option<T>) -> Vec<T> {
     operands.iter().filter_map(pick).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(limit: i64, skip: i64) -> ListQuery {
+        let params = [
+            ("limit".to_owned(), limit.to_string()),
+            ("skip".to_owned(), skip.to_string()),
+        ];
+        ListQuery::parse(&params).unwrap()
+    }
+
+    #[test]
+    fn a_page_that_is_not_full_gives_the_count() {
+        assert_eq!(count_from_page(&query(20, 0), 0), Some(0));
+        assert_eq!(count_from_page(&query(20, 0), 7), Some(7));
+        assert_eq!(count_from_page(&query(20, 40), 7), Some(47));
+    }
+
+    #[test]
+    fn a_full_page_or_one_past_the_end_needs_counting() {
+        assert_eq!(count_from_page(&query(20, 0), 20), None);
+        assert_eq!(count_from_page(&query(20, 40), 0), None);
+    }
 }
