@@ -26,6 +26,7 @@ use crate::http::error::ApiError;
 use crate::http::files::Files;
 use crate::http::{self, AppState};
 use crate::limits::RateLimits;
+use crate::query::cache::AnswerCache;
 
 /// Name of the database eds keeps in its private cluster.
 const LOCAL_DATABASE: &str = "eds";
@@ -117,6 +118,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         writers,
         trusted_proxies,
         files,
+        AnswerCache::new(settings.database.answer_cache_bytes),
     )))
 }
 

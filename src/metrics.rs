@@ -27,6 +27,7 @@ struct Metrics {
     tokens_issued: IntCounterVec,
     tokens_refused: IntCounterVec,
     rate_limited: IntCounterVec,
+    answer_cache: IntCounterVec,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
@@ -106,9 +107,17 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             &["bucket"],
         )
         .expect("valid metric"),
+        answer_cache: IntCounterVec::new(
+            Opts::new(
+                "eds_answer_cache_total",
+                "List answers by outcome: hit (served from the cache) or miss (computed)",
+            ),
+            &["outcome"],
+        )
+        .expect("valid metric"),
         registry,
     };
-    let collectors: [Box<dyn prometheus::core::Collector>; 10] = [
+    let collectors: [Box<dyn prometheus::core::Collector>; 11] = [
         Box::new(metrics.http_requests.clone()),
         Box::new(metrics.http_duration.clone()),
         Box::new(metrics.pool.clone()),
@@ -119,6 +128,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         Box::new(metrics.tokens_issued.clone()),
         Box::new(metrics.tokens_refused.clone()),
         Box::new(metrics.rate_limited.clone()),
+        Box::new(metrics.answer_cache.clone()),
     ];
     for collector in collectors {
         metrics.registry.register(collector).expect("metric names are unique");
@@ -238,6 +248,11 @@ pub fn token_refused(flow: &'static str, reason: &'static str) {
 /// A request refused by the rate limit `bucket`.
 pub fn rate_limited(bucket: &'static str) {
     METRICS.rate_limited.with_label_values(&[bucket]).inc();
+}
+
+/// A list answer served from the cache (`hit`) or computed (`miss`).
+pub fn answer_cache(outcome: &'static str) {
+    METRICS.answer_cache.with_label_values(&[outcome]).inc();
 }
 
 #[cfg(test)]

@@ -232,3 +232,28 @@ async fn aggregate_recomputes_for_editors_only() {
         401
     );
 }
+
+#[tokio::test]
+async fn a_list_answer_shows_a_formula_result_computed_after_the_answer_was_cached() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let cart = app.create_type(&owner, "cart").await;
+    let item = app.create_type(&owner, "item").await;
+    define_formula(&app, &owner, &cart, "sum", "number", "_child.item.price SUM").await;
+    let parent = app.create(&owner, &cart, json!([])).await;
+    let sums = || async {
+        let (status, body) = app.get("/api/demo/entity?_type.string=cart&props=sum", &owner).await;
+        assert_eq!(status, 200, "{body}");
+        body["entities"][0]["sum"][0]["number"].clone()
+    };
+    assert_eq!(sums().await, Json::Null);
+    app.create(
+        &owner,
+        &item,
+        json!([{"type": "_parent", "reference": parent}, {"type": "price", "number": 7}]),
+    )
+    .await;
+    // the formula worker computes the sum after the write was answered
+    app.settle().await;
+    assert_eq!(sums().await, 7);
+}

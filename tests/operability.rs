@@ -83,8 +83,13 @@ async fn metrics_expose_each_family_in_prometheus_text_after_its_activity() {
         .get(&format!("/api/demo/entity/{entity}/thumbnail/50"), &token)
         .await;
     assert_eq!(status, 200, "{body}");
+    for _ in 0..2 {
+        assert_eq!(app.get("/api/demo/entity?name.string=metrics", &token).await.0, 200);
+    }
 
     let text = metrics(&app).await;
+    assert_sample_at_least(&text, r#"eds_answer_cache_total{outcome="miss"}"#, 1.0);
+    assert_sample_at_least(&text, r#"eds_answer_cache_total{outcome="hit"}"#, 1.0);
     assert_sample_at_least(
         &text,
         r#"eds_http_requests_total{method="GET",route="/api/{db}/entity/{id}/thumbnail/{size}",status="200"}"#,

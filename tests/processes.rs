@@ -1,5 +1,5 @@
-//! Real `eds serve` processes: two on one PostgreSQL keep writes correct, and
-//! their logs never hold a secret.
+//! Real `eds serve` processes: two on one PostgreSQL keep writes correct and
+//! cached answers current, and their logs never hold a secret.
 
 mod common;
 
@@ -161,6 +161,31 @@ async fn two_processes_overwriting_one_value_leave_exactly_one_live_value() {
     let entity_json = call_json(http, &format!("{url_b}/api/demo/entity/{entity}"), token, None).await;
     assert_eq!(entity_json["entity"]["name"][0]["_id"], live[0].as_str());
     assert_eq!(entity_json["entity"]["name"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn an_answer_cached_by_one_process_changes_when_the_other_process_writes() {
+    let pair = pair().await;
+    let (http, token) = (&pair.http, &pair.token);
+    let [url_a, url_b] = &pair.urls;
+    let list = format!("{url_b}/api/demo/entity?name.string=fresh");
+    for _ in 0..2 {
+        assert_eq!(call_json(http, &list, token, None).await["count"], 0);
+    }
+    let metrics = http.get(format!("{url_b}/metrics")).send().await.unwrap();
+    let metrics = metrics.text().await.unwrap();
+    assert!(
+        metrics.contains(r#"eds_answer_cache_total{outcome="hit"} 1"#),
+        "the second answer came from the cache: {metrics}"
+    );
+    call_json(
+        http,
+        &format!("{url_a}/api/demo/entity"),
+        token,
+        Some(&json!([{"type": "_type", "reference": pair.entity_type}, {"type": "name", "string": "fresh"}])),
+    )
+    .await;
+    assert_eq!(call_json(http, &list, token, None).await["count"], 1);
 }
 
 #[tokio::test]

@@ -516,3 +516,89 @@ async fn conditions_on_one_property_and_field_hold_for_one_and_the_same_value() 
     assert_eq!(body["count"], 1, "{body}");
     assert_eq!(body["entities"][0]["_id"], inside.as_str());
 }
+
+// Answers are cached per process until a write changes their database
+// (`database.answer_cache_bytes`); a cached answer is never stale.
+
+#[tokio::test]
+async fn a_list_answer_follows_every_write_that_changes_it() {
+    let lib = library().await;
+    assert_eq!(lib.matches("title.string=Dune").await, [0]);
+    assert_eq!(lib.matches("title.string=Dune").await, [0], "asked again");
+    let zed = &lib.books[3];
+    lib.app
+        .post(
+            &format!("/api/demo/entity/{zed}"),
+            &lib.token,
+            json!({"type": "title", "string": "Dune"}),
+        )
+        .await;
+    assert_eq!(lib.matches("title.string=Dune").await, [0, 3]);
+    let (status, _) = lib
+        .app
+        .delete(&format!("/api/demo/entity/{}", lib.books[0]), &lib.token)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(lib.matches("title.string=Dune").await, [3]);
+    let (_, body) = lib.query("title.string=Dune").await;
+    assert_eq!(body["count"], 1, "{body}");
+}
+
+#[tokio::test]
+async fn a_list_answer_follows_a_rights_change() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let (reader, key) = app.add_person(&owner, "Reader").await;
+    let reader_token = app.token_for(&key).await;
+    let item = app.create_type(&owner, "item").await;
+    let secret = app
+        .create(&owner, &item, json!([{"type": "name", "string": "secret"}]))
+        .await;
+    let visible = || async {
+        let (status, body) = app.get("/api/demo/entity?name.string=secret", &reader_token).await;
+        assert_eq!(status, 200, "{body}");
+        body["count"].clone()
+    };
+    assert_eq!(visible().await, 0);
+    app.post(
+        &format!("/api/demo/entity/{secret}"),
+        &owner,
+        json!({"type": "_viewer", "reference": reader}),
+    )
+    .await;
+    assert_eq!(visible().await, 1);
+}
+
+#[tokio::test]
+async fn each_caller_gets_the_answer_of_their_own_view() {
+    let lib = library().await;
+    let path = "/api/demo/entity?_type.string=book&sort=_id";
+    let (_, owners) = lib.app.get(path, &lib.token).await;
+    assert_eq!(owners["count"], 4, "{owners}");
+    let (status, anonymous) = lib.app.call("GET", path, None, None).await;
+    assert_eq!(status, 200, "{anonymous}");
+    assert_eq!(anonymous["count"], 1, "only Dune is public: {anonymous}");
+    assert!(!anonymous.to_string().contains("hidden-word"));
+}
+
+#[tokio::test]
+async fn with_the_answer_cache_off_every_answer_is_computed() {
+    let app = TestApp::start_with(
+        common::Storage::Local,
+        &[("database.answer_cache_bytes", "0".to_owned())],
+    )
+    .await;
+    assert!(app.state.answers.is_none());
+    let owner = app.owner_token().await;
+    let item = app.create_type(&owner, "item").await;
+    let count = || async {
+        let (status, body) = app.get("/api/demo/entity?_type.string=item", &owner).await;
+        assert_eq!(status, 200, "{body}");
+        body["count"].clone()
+    };
+    assert_eq!(count().await, 0);
+    app.create(&owner, &item, json!([])).await;
+    assert_eq!(count().await, 1);
+    let (status, body) = app.get("/api/nosuchdb/entity", &owner).await;
+    assert_eq!((status, body["message"].as_str()), (404, Some("Database not found")));
+}

@@ -39,6 +39,17 @@ pub async fn exists(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<boo
         .await
 }
 
+/// Database `name`'s generation (changed by every committed transaction that
+/// changes its entities), or `None` when there is no such database.
+pub async fn generation(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<Option<i64>> {
+    databases::table
+        .filter(databases::name.eq(name))
+        .select(databases::generation)
+        .first(conn)
+        .await
+        .optional()
+}
+
 /// A created database: its owner person and that person's first API key.
 pub struct CreatedDatabase {
     pub person_id: String,

@@ -4,6 +4,7 @@ diesel::table! {
     databases (name) {
         name -> Text,
         created_at -> Timestamptz,
+        generation -> Int8,
     }
 }
 

@@ -1,15 +1,19 @@
 //! `/api/{db}/entity`: list, create, read, add values, delete.
 
+use actix_web::http::header::ContentType;
 use actix_web::{HttpRequest, HttpResponse, web};
+use bytes::Bytes;
 use diesel_async::AsyncPgConnection;
 use serde_json::{Map, Value as Json, json};
 
 use super::error::ApiError;
 use super::openapi as doc;
 use super::{AppState, Caller};
+use crate::db::databases;
 use crate::db::values::{self, EntityRow};
 use crate::model::ids::is_valid_id;
 use crate::model::value::parse_body;
+use crate::query::cache::AnswerKey;
 use crate::query::sql::{self, ListResult};
 use crate::query::{DEFAULT_LIMIT, ListQuery};
 use crate::rights::{ViewLevel, view_level};
@@ -51,7 +55,35 @@ pub async fn list(
         .map_err(|_| ApiError::bad_request("invalid_query", "Malformed query string"))?;
     let query = ListQuery::parse(&params)?;
     let person = caller.person_in(&db);
-    let mut conn = state.pool.get().await?;
+    let body = match &state.answers {
+        Some(answers) => {
+            // databases are never removed while serving
+            let generation = databases::generation(&mut *state.pool.get().await?, &db)
+                .await?
+                .unwrap_or_default();
+            let key = AnswerKey {
+                db: db.clone(),
+                generation,
+                person: person.map(str::to_owned),
+                query: req.query_string().to_owned(),
+            };
+            // The connection is taken only to compute, not while waiting for
+            // another caller's computation of the same answer.
+            let compute = async { list_answer(&mut *state.pool.get().await?, &db, person, &query).await };
+            answers.get_or_compute(key, compute).await?
+        }
+        None => list_answer(&mut *state.pool.get().await?, &db, person, &query).await?,
+    };
+    Ok(HttpResponse::Ok().content_type(ContentType::json()).body(body))
+}
+
+/// The serialized answer to a list query.
+async fn list_answer(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    person: Option<&str>,
+    query: &ListQuery,
+) -> Result<Bytes, ApiError> {
     let visible = |entity: EntityRow| {
         let level = view_level(entity.sharing(), &entity.lists(), person)?;
         let mut doc = view::visible_doc(entity, level);
@@ -60,16 +92,16 @@ pub async fn list(
         }
         Some(doc)
     };
-    match sql::run(&mut conn, &db, person, &query).await? {
+    let answer = match sql::run(conn, db, person, query).await? {
         ListResult::Page { entities, count } => {
             let mut docs: Vec<Json> = entities.into_iter().filter_map(visible).collect();
-            view::resolve_references(&mut conn, &db, &mut docs).await?;
-            Ok(HttpResponse::Ok().json(json!({
+            view::resolve_references(conn, db, &mut docs).await?;
+            json!({
                 "entities": docs,
                 "count": count,
                 "limit": query.limit,
                 "skip": query.skip,
-            })))
+            })
         }
         ListResult::Groups { groups } => {
             // Rows carry only the `props` values of the group's first entity.
@@ -85,15 +117,16 @@ pub async fn list(
                 }
                 rows.push(doc);
             }
-            view::resolve_references(&mut conn, &db, &mut rows).await?;
-            Ok(HttpResponse::Ok().json(json!({
+            view::resolve_references(conn, db, &mut rows).await?;
+            json!({
                 "entities": rows,
                 "count": rows.len(),
                 "limit": query.limit,
                 "skip": query.skip,
-            })))
+            })
         }
-    }
+    };
+    Ok(Bytes::from(serde_json::to_vec(&answer).expect("JSON values serialize")))
 }
 
 /// `GET /api/{db}/entity/{_id}`: `{"entity":{...}}`.

@@ -22,6 +22,7 @@ use crate::actors::db_writer::Writers;
 use crate::auth::clock::Clock;
 use crate::auth::jwt::{Claims, JwtKeys};
 use crate::db::{Pool, databases};
+use crate::query::cache::AnswerCache;
 use crate::usage::Usage;
 use crate::write::{WriteOp, WriteOutcome, WriteRequest};
 use error::ApiError;
@@ -35,6 +36,8 @@ pub struct AppState {
     pub clock: Clock,
     pub usage: Usage,
     pub files: files::Files,
+    /// List answers reused while their database is unchanged; `None` when turned off.
+    pub answers: Option<AnswerCache>,
     /// Databases seen to exist (databases are never removed while serving).
     known_databases: DashSet<String>,
 }
@@ -46,6 +49,7 @@ impl AppState {
         writers: Writers,
         trusted_proxies: Vec<IpAddr>,
         files: files::Files,
+        answers: Option<AnswerCache>,
     ) -> AppState {
         AppState {
             pool,
@@ -55,6 +59,7 @@ impl AppState {
             clock: Clock::default(),
             usage: Usage::default(),
             files,
+            answers,
             known_databases: DashSet::new(),
         }
     }

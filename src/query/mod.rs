@@ -1,6 +1,7 @@
 //! The list query language of `GET /api/{db}/entity`: the query string parsed
 //! into a typed query (pure), and SQL generated from it (`sql`).
 
+pub mod cache;
 pub mod sql;
 
 use chrono::{DateTime, NaiveDate, Utc};
