@@ -1,8 +1,9 @@
 //! Queries at a million entities: a fixed-seed generator loads `book`
 //! entities (title with search, price, published, instock, code) through the
 //! write path the API uses (`write::apply_batch`, as the writer actor calls
-//! it), then `wrk` measures five list queries against a release `eds serve`
-//! and each query's plan is written with `EXPLAIN (ANALYZE, BUFFERS)`.
+//! it), then `wrk` measures five list queries against two release `eds serve`
+//! processes, one with the answer cache (the default) and one computing every
+//! answer, and each query's plan is written with `EXPLAIN (ANALYZE, BUFFERS)`.
 //!
 //! `cargo bench --bench query` (needs `wrk`; `EDS_BENCH_ENTITIES` sets the
 //! number of books, 1,000,000 by default, `EDS_BENCH_SECONDS` each wrk run's
@@ -382,7 +383,14 @@ async fn main() {
     .await;
 
     let data_dir: PathBuf = std::env::temp_dir().join(format!("{name}-files"));
-    let (_server, url, _) = serve_logged(&database_url, &data_dir, &SERVE_ENV).await;
+    // One server with the answer cache (the default), one computing every answer.
+    let (_cached_server, cached_url, _) = serve_logged(&database_url, &data_dir, &SERVE_ENV).await;
+    let uncached_env: Vec<(&str, &str)> = SERVE_ENV
+        .into_iter()
+        .chain([("EDS__DATABASE__ANSWER_CACHE_BYTES", "0")])
+        .collect();
+    let (_uncached_server, uncached_url, _) = serve_logged(&database_url, &data_dir, &uncached_env).await;
+    let url = cached_url.clone();
     let http = reqwest::Client::new();
     let auth = call_json(&http, &format!("{url}/api/auth?db={DB}"), &key, None).await;
     let token = auth["token"].as_str().unwrap().to_owned();
@@ -407,8 +415,8 @@ async fn main() {
     ];
     let explain_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/bench");
     std::fs::create_dir_all(&explain_dir).unwrap();
-    println!("| query | requests/s | p50 ms | p99 ms | non-2xx answers | count |");
-    println!("|---|---|---|---|---|---|");
+    println!("| query | answer cache | requests/s | p50 ms | p99 ms | non-2xx answers | count |");
+    println!("|---|---|---|---|---|---|---|");
     let only = std::env::var("EDS_BENCH_ONLY").ok();
     for (slug, label, query) in &queries {
         if only.as_deref().is_some_and(|only| only != *slug) {
@@ -439,28 +447,30 @@ async fn main() {
             ),
         )
         .unwrap();
-        let (path, token) = (path.clone(), token.clone());
-        let runs = tokio::task::spawn_blocking(move || {
-            wrk(&path, &token, 3); // warm-up
-            (0..3).map(|_| wrk(&path, &token, seconds)).collect::<Vec<_>>()
-        })
-        .await
-        .unwrap();
-        let latencies: Vec<(f64, f64)> = runs.iter().filter_map(|run| run.1).collect();
-        let latency = if latencies.is_empty() {
-            "no answer within the run | —".to_owned()
-        } else {
-            format!(
-                "{:.1} | {:.1}",
-                median(latencies.iter().map(|l| l.0).collect()),
-                median(latencies.iter().map(|l| l.1).collect())
-            )
-        };
-        println!(
-            "| {label} | {:.0} | {latency} | {} | {} |",
-            median(runs.iter().map(|run| run.0).collect()),
-            runs.iter().map(|run| run.2).sum::<u64>(),
-            answer["count"]
-        );
+        for (cache, server) in [("on", &cached_url), ("off", &uncached_url)] {
+            let (path, token) = (format!("{server}/api/{DB}/entity?{query}"), token.clone());
+            let runs = tokio::task::spawn_blocking(move || {
+                wrk(&path, &token, 3); // warm-up
+                (0..3).map(|_| wrk(&path, &token, seconds)).collect::<Vec<_>>()
+            })
+            .await
+            .unwrap();
+            let latencies: Vec<(f64, f64)> = runs.iter().filter_map(|run| run.1).collect();
+            let latency = if latencies.is_empty() {
+                "no answer within the run | —".to_owned()
+            } else {
+                format!(
+                    "{:.1} | {:.1}",
+                    median(latencies.iter().map(|l| l.0).collect()),
+                    median(latencies.iter().map(|l| l.1).collect())
+                )
+            };
+            println!(
+                "| {label} | {cache} | {:.0} | {latency} | {} | {} |",
+                median(runs.iter().map(|run| run.0).collect()),
+                runs.iter().map(|run| run.2).sum::<u64>(),
+                answer["count"]
+            );
+        }
     }
 }
