@@ -423,15 +423,17 @@ async fn main() {
             continue;
         }
         let path = format!("{url}/api/{DB}/entity?{query}");
-        let answer: Json = http
-            .get(&path)
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        // The previous query's last requests may still be running: a slow
+        // query can time out (503) until they are done.
+        let mut attempts = 0;
+        let answer = loop {
+            let answer = call_json(&http, &path, &token, None).await;
+            attempts += 1;
+            if answer["error"] != "query_timeout" || attempts == 5 {
+                break answer;
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        };
         assert!(answer.get("error").is_none(), "{query}: {answer}");
         let params: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap();
         let parsed = ListQuery::parse(&params).unwrap();

@@ -433,6 +433,37 @@ async fn group_returns_one_row_per_value_with_count_and_props_of_the_first() {
     assert_eq!(body["count"], 4);
 }
 
+#[tokio::test]
+async fn group_puts_a_multi_valued_entity_in_the_group_of_its_smallest_value() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let item = app.create_type(&token, "item").await;
+    for prices in [json!([9, 10]), json!([9]), json!([10])] {
+        let values: Vec<Json> = prices
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|price| json!({"type": "price", "number": price}))
+            .collect();
+        app.create(&token, &item, Json::Array(values)).await;
+    }
+    let (status, body) = app
+        .get(
+            "/api/demo/entity?_type.string=item&group=price.number&props=price",
+            &token,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // 9 and 10 compare as numbers: [9, 10] joins [9], not [10]
+    let sizes: Vec<(Json, Json)> = body["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| (row["price"][0]["number"].clone(), row["_count"].clone()))
+        .collect();
+    assert_eq!(sizes, [(json!(9), json!(2)), (json!(10), json!(1))], "{body}");
+}
+
 fn urlencode(text: &str) -> String {
     text.bytes()
         .map(|b| {

@@ -272,30 +272,20 @@ async fn run_grouped(
 }
 
 /// The groups: each one's first entity (lowest `_id`) and size. Each grouped
-/// property's smallest value per entity is computed once for the database
-/// (a hash join), not looked up entity by entity.
+/// property's smallest value is read from the entity's projected document,
+/// in the scan of the entity rows: no join with the value rows, whose
+/// per-entity minimum over a whole database would be a large hash aggregate.
 fn group_statement(db: &str, person: Option<&str>, query: &ListQuery, referencing: &HashSet<String>) -> Sql {
     let mut sql = Sql::default();
     sql.push("SELECT min(e.id) AS first, count(*) AS count");
-    for (index, (prop, _)) in query.group.iter().enumerate() {
+    for (index, (prop, field)) in query.group.iter().enumerate() {
         sql.push(", CASE WHEN ");
         shown(&mut sql, person, prop);
-        sql.push(&format!(" THEN g{index}.k END AS k{index}"));
+        sql.push(" THEN ");
+        smallest_value(&mut sql, prop, *field);
+        sql.push(&format!(" END AS k{index}"));
     }
-    sql.push(" FROM entities e");
-    for (index, (prop, field)) in query.group.iter().enumerate() {
-        sql.push(&format!(
-            " LEFT JOIN (SELECT v.entity_id, min(v.{}::text) AS k FROM property_values v WHERE v.db = ",
-            column(*field)
-        ))
-        .bind(Bind::Text(db.to_owned()))
-        .push(" AND v.prop = ")
-        .bind(Bind::Text(prop.clone()))
-        .push(&format!(
-            " AND v.deleted_at IS NULL GROUP BY v.entity_id) g{index} ON g{index}.entity_id = e.id"
-        ));
-    }
-    sql.push(" WHERE ");
+    sql.push(" FROM entities e WHERE ");
     where_clause(&mut sql, db, person, query, referencing);
     let keys: Vec<String> = (0..query.group.len()).map(|index| format!("k{index}")).collect();
     sql.push(" GROUP BY ")
@@ -303,6 +293,28 @@ fn group_statement(db: &str, person: Option<&str>, query: &ListQuery, referencin
         .push(" ORDER BY ")
         .push(&keys.join(", "));
     sql
+}
+
+/// The smallest `field` of entity `e`'s values of `prop`, from its document
+/// (numbers compared as numbers, everything else as text: ISO dates order
+/// as dates, `false` before `true`). Only an entity with several values pays
+/// for the subquery.
+fn smallest_value(sql: &mut Sql, prop: &str, field: Field) {
+    let key = column(field);
+    let cast = match field {
+        Field::Number => "::double precision",
+        Field::Filesize => "::bigint",
+        _ => "",
+    };
+    sql.push("(CASE WHEN jsonb_array_length(e.doc -> ")
+        .bind(Bind::Text(prop.to_owned()))
+        .push(&format!(
+            ") > 1 THEN (SELECT min((x ->> '{key}'){cast}) FROM jsonb_array_elements(e.doc -> "
+        ))
+        .bind(Bind::Text(prop.to_owned()))
+        .push(") x) ELSE (e.doc -> ")
+        .bind(Bind::Text(prop.to_owned()))
+        .push(&format!(" -> 0 ->> '{key}'){cast} END)"));
 }
 
 fn where_clause(sql: &mut Sql, db: &str, person: Option<&str>, query: &ListQuery, referencing: &HashSet<String>) {
