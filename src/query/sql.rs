@@ -209,15 +209,21 @@ fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, referencin
                 // Multi-valued properties sort by their smallest value
                 // ascending and their largest descending; entities without
                 // the property come last either way.
-                let aggregate = match (field, key.descending) {
-                    (Field::Boolean, false) => "bool_and",
-                    (Field::Boolean, true) => "bool_or",
-                    (_, false) => "min",
-                    (_, true) => "max",
-                };
-                page.push(&format!("(SELECT {aggregate}(v.{}) ", column(*field)));
-                visible_values(&mut page, person, prop);
-                page.push(") ").push(direction).push(" NULLS LAST");
+                let aggregate = if key.descending { "max" } else { "min" };
+                if matches!(field, Field::Date | Field::Datetime) {
+                    // Dates before year 1 do not order as their text does:
+                    // they sort by the typed columns of the value rows.
+                    page.push(&format!("(SELECT {aggregate}(v.{}) ", column(*field)));
+                    visible_values(&mut page, person, prop);
+                    page.push(")");
+                } else {
+                    page.push("(CASE WHEN ");
+                    shown(&mut page, person, prop);
+                    page.push(" THEN ");
+                    document_value(&mut page, prop, *field, aggregate);
+                    page.push(" END)");
+                }
+                page.push(" ").push(direction).push(" NULLS LAST");
             }
         }
         page.push(", ");
@@ -282,7 +288,7 @@ fn group_statement(db: &str, person: Option<&str>, query: &ListQuery, referencin
         sql.push(", CASE WHEN ");
         shown(&mut sql, person, prop);
         sql.push(" THEN ");
-        smallest_value(&mut sql, prop, *field);
+        document_value(&mut sql, prop, *field, "min");
         sql.push(&format!(" END AS k{index}"));
     }
     sql.push(" FROM entities e WHERE ");
@@ -295,11 +301,12 @@ fn group_statement(db: &str, person: Option<&str>, query: &ListQuery, referencin
     sql
 }
 
-/// The smallest `field` of entity `e`'s values of `prop`, from its document
-/// (numbers compared as numbers, everything else as text: ISO dates order
-/// as dates, `false` before `true`). Only an entity with several values pays
-/// for the subquery.
-fn smallest_value(sql: &mut Sql, prop: &str, field: Field) {
+/// The smallest (`aggregate` `min`) or largest (`max`) `field` of entity
+/// `e`'s values of `prop`, read from its document in the scan of its row
+/// rather than from the value rows. Numbers compare as numbers, everything
+/// else as text (`false` before `true`). Only an entity with several values
+/// pays for the subquery.
+fn document_value(sql: &mut Sql, prop: &str, field: Field, aggregate: &str) {
     let key = column(field);
     let cast = match field {
         Field::Number => "::double precision",
@@ -309,7 +316,7 @@ fn smallest_value(sql: &mut Sql, prop: &str, field: Field) {
     sql.push("(CASE WHEN jsonb_array_length(e.doc -> ")
         .bind(Bind::Text(prop.to_owned()))
         .push(&format!(
-            ") > 1 THEN (SELECT min((x ->> '{key}'){cast}) FROM jsonb_array_elements(e.doc -> "
+            ") > 1 THEN (SELECT {aggregate}((x ->> '{key}'){cast}) FROM jsonb_array_elements(e.doc -> "
         ))
         .bind(Bind::Text(prop.to_owned()))
         .push(") x) ELSE (e.doc -> ")
