@@ -151,6 +151,15 @@ async fn scalar(pool: &Pool, sql: &str) -> i64 {
     diesel::sql_query(sql).get_result::<Row>(&mut conn).await.unwrap().n
 }
 
+/// Waits until no other session of the cluster is running a statement.
+async fn wait_until_idle(pool: &Pool) {
+    let busy = "SELECT count(*) AS n FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() \
+                AND backend_type = 'client backend'";
+    while scalar(pool, busy).await > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
 async fn write(pool: &Pool, actor: &str, op: WriteOp) -> String {
     let request = WriteRequest {
         db: DB.into(),
@@ -422,9 +431,11 @@ async fn main() {
         if only.as_deref().is_some_and(|only| only != *slug) {
             continue;
         }
+        // The previous query's last requests may still be running (wrk
+        // leaves, the server finishes them): plans and the first answer are
+        // taken once PostgreSQL is idle.
+        wait_until_idle(&pool).await;
         let path = format!("{url}/api/{DB}/entity?{query}");
-        // The previous query's last requests may still be running: a slow
-        // query can time out (503) until they are done.
         let mut attempts = 0;
         let answer = loop {
             let answer = call_json(&http, &path, &token, None).await;

@@ -309,6 +309,14 @@ async fn limit_skip_and_count_counts_all_matches() {
         (Some(4), Some(2), Some(1))
     );
     assert_eq!(lib.matches("sort=title.string&limit=2&skip=1").await, [1, 2]);
+    // past the last match, in `_id` order or by a value: no rows, every match counted
+    for sort in ["_id", "title.string"] {
+        let (_, body) = lib.query(&format!("sort={sort}&limit=2&skip=10")).await;
+        assert_eq!(
+            (body["count"].as_i64(), body["entities"].as_array().map(Vec::len)),
+            (Some(4), Some(0))
+        );
+    }
 }
 
 #[tokio::test]

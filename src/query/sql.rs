@@ -7,7 +7,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use diesel::QueryableByName;
 use diesel::pg::Pg;
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
-use diesel::sql_types::{Array, BigInt, Bool, Date, Double, Text, Timestamptz};
+use diesel::sql_types::{Array, BigInt, Bool, Date, Double, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use super::{Condition, Field, ListQuery, Operand, Operator, RegexFlags, SortTarget};
@@ -80,6 +80,16 @@ struct CountRow {
     count: i64,
 }
 
+/// A row of a page, with the count of all matches when the page statement
+/// counts them itself (see [`page_counts_matches`]).
+#[derive(QueryableByName)]
+struct PageRow {
+    #[diesel(embed)]
+    entity: EntityRow,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    matches: Option<i64>,
+}
+
 #[derive(QueryableByName)]
 struct GroupRow {
     #[diesel(sql_type = Text)]
@@ -112,8 +122,10 @@ pub async fn run(
         return run_grouped(conn, db, person, query, &referencing).await;
     }
     let (page, count) = page_statements(db, person, query, &referencing);
-    let entities = page.into_query().load::<EntityRow>(conn).await?;
-    let count = match count_from_page(query, entities.len()) {
+    let rows = page.into_query().load::<PageRow>(conn).await?;
+    let counted = rows.as_slice().first().and_then(|row| row.matches);
+    let entities: Vec<EntityRow> = rows.into_iter().map(|row| row.entity).collect();
+    let count = match counted.or_else(|| count_from_page(query, entities.len())) {
         Some(count) => count,
         None => count.into_query().get_result::<CountRow>(conn).await?.count,
     };
@@ -136,7 +148,11 @@ pub async fn explain(
     let referencing = holding_references(conn, db, query).await?;
     let statements = if query.group.is_empty() {
         let (page, count) = page_statements(db, person, query, &referencing);
-        vec![page, count]
+        if page_counts_matches(query) {
+            vec![page]
+        } else {
+            vec![page, count]
+        }
     } else {
         vec![group_statement(db, person, query, &referencing)]
     };
@@ -193,12 +209,28 @@ fn count_from_page(query: &ListQuery, found: usize) -> Option<i64> {
     (found < query.limit && (found > 0 || query.skip == 0)).then_some(query.skip + found)
 }
 
-/// One page of matches, and the count of all matches.
+/// Whether the page statement counts all matches itself: a page sorted by a
+/// value reads every match to sort them anyway, so counting them there costs
+/// nothing, while a page in `_id` order may stop after its last row.
+fn page_counts_matches(query: &ListQuery) -> bool {
+    query
+        .sort
+        .iter()
+        .any(|key| matches!(key.target, SortTarget::Value { .. }))
+}
+
+/// One page of matches, and the count of all matches (needed unless the page
+/// counted them or shows the count itself, see [`count_from_page`]).
 fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, referencing: &HashSet<String>) -> (Sql, Sql) {
+    let matches = if page_counts_matches(query) {
+        "count(*) OVER ()"
+    } else {
+        "NULL::bigint"
+    };
     let mut page = Sql::default();
     page.push("SELECT ")
         .push(ENTITY_COLUMNS)
-        .push(" FROM entities e WHERE ");
+        .push(&format!(", {matches} AS matches FROM entities e WHERE "));
     where_clause(&mut page, db, person, query, referencing);
     page.push(" ORDER BY ");
     for key in &query.sort {
