@@ -222,53 +222,82 @@ fn page_counts_matches(query: &ListQuery) -> bool {
 /// One page of matches, and the count of all matches (needed unless the page
 /// counted them or shows the count itself, see [`count_from_page`]).
 fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, referencing: &HashSet<String>) -> (Sql, Sql) {
-    let matches = if page_counts_matches(query) {
-        "count(*) OVER ()"
-    } else {
-        "NULL::bigint"
-    };
     let mut page = Sql::default();
-    page.push("SELECT ")
-        .push(ENTITY_COLUMNS)
-        .push(&format!(", {matches} AS matches FROM entities e WHERE "));
-    where_clause(&mut page, db, person, query, referencing);
-    page.push(" ORDER BY ");
-    for key in &query.sort {
-        let direction = if key.descending { "DESC" } else { "ASC" };
-        match &key.target {
-            SortTarget::Id => _ = page.push("e.id ").push(direction),
-            SortTarget::Value { prop, field } => {
-                // Multi-valued properties sort by their smallest value
-                // ascending and their largest descending; entities without
-                // the property come last either way.
-                let aggregate = if key.descending { "max" } else { "min" };
-                if matches!(field, Field::Date | Field::Datetime) {
-                    // Dates before year 1 do not order as their text does:
-                    // they sort by the typed columns of the value rows.
-                    page.push(&format!("(SELECT {aggregate}(v.{}) ", column(*field)));
-                    visible_values(&mut page, person, prop);
-                    page.push(")");
-                } else {
-                    page.push("(CASE WHEN ");
-                    shown(&mut page, person, prop);
-                    page.push(" THEN ");
-                    document_value(&mut page, prop, *field, aggregate);
-                    page.push(" END)");
-                }
-                page.push(" ").push(direction).push(" NULLS LAST");
+    page.push("SELECT ").push(ENTITY_COLUMNS);
+    if page_counts_matches(query) {
+        // Sort keys and the count come from narrow rows (id and keys), and
+        // only the page's own rows are read whole: carrying every match's
+        // document through the count and the sort spills to disk. OFFSET 0
+        // keeps the keys computed below the count.
+        page.push(", p.matches FROM (SELECT m.*, count(*) OVER () AS matches FROM (SELECT e.id");
+        for (index, key) in query.sort.iter().enumerate() {
+            if let SortTarget::Value { prop, field } = &key.target {
+                page.push(", ");
+                sort_value(&mut page, person, prop, *field, key.descending);
+                page.push(&format!(" AS k{index}"));
             }
         }
-        page.push(", ");
+        page.push(" FROM entities e WHERE ");
+        where_clause(&mut page, db, person, query, referencing);
+        page.push(" OFFSET 0) m ORDER BY ");
+        order_by(&mut page, "m", query);
+        page_window(&mut page, query);
+        page.push(") p JOIN entities e ON e.db = ")
+            .bind(Bind::Text(db.to_owned()))
+            .push(" AND e.id = p.id ORDER BY ");
+        order_by(&mut page, "p", query);
+    } else {
+        page.push(", NULL::bigint AS matches FROM entities e WHERE ");
+        where_clause(&mut page, db, person, query, referencing);
+        page.push(" ORDER BY ");
+        order_by(&mut page, "e", query);
+        page_window(&mut page, query);
     }
-    page.push("e.id ASC LIMIT ")
-        .bind(Bind::Integer(query.limit))
-        .push(" OFFSET ")
-        .bind(Bind::Integer(query.skip));
 
     let mut count = Sql::default();
     count.push("SELECT count(*) AS count FROM entities e WHERE ");
     where_clause(&mut count, db, person, query, referencing);
     (page, count)
+}
+
+/// The value an entity sorts by for one sort key. Multi-valued properties
+/// sort by their smallest value ascending and their largest descending;
+/// entities without the property (NULL) come last either way.
+fn sort_value(sql: &mut Sql, person: Option<&str>, prop: &str, field: Field, descending: bool) {
+    let aggregate = if descending { "max" } else { "min" };
+    if matches!(field, Field::Date | Field::Datetime) {
+        // Dates before year 1 do not order as their text does: they sort by
+        // the typed columns of the value rows.
+        sql.push(&format!("(SELECT {aggregate}(v.{}) ", column(field)));
+        visible_values(sql, person, prop);
+        sql.push(")");
+    } else {
+        sql.push("(CASE WHEN ");
+        shown(sql, person, prop);
+        sql.push(" THEN ");
+        document_value(sql, prop, field, aggregate);
+        sql.push(" END)");
+    }
+}
+
+/// The sort keys over rows of `alias` (value keys as columns `k{index}`),
+/// then `_id` ascending to make the order total.
+fn order_by(sql: &mut Sql, alias: &str, query: &ListQuery) {
+    for (index, key) in query.sort.iter().enumerate() {
+        let direction = if key.descending { "DESC" } else { "ASC" };
+        match key.target {
+            SortTarget::Id => sql.push(&format!("{alias}.id {direction}, ")),
+            SortTarget::Value { .. } => sql.push(&format!("{alias}.k{index} {direction} NULLS LAST, ")),
+        };
+    }
+    sql.push(&format!("{alias}.id ASC"));
+}
+
+fn page_window(sql: &mut Sql, query: &ListQuery) {
+    sql.push(" LIMIT ")
+        .bind(Bind::Integer(query.limit))
+        .push(" OFFSET ")
+        .bind(Bind::Integer(query.skip));
 }
 
 /// Rule 14: one row per distinct combination of the grouped values (a
