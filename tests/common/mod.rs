@@ -112,6 +112,11 @@ pub struct TestApp {
     pub state: actix_web::web::Data<eds::http::AppState>,
     /// The directory holding the objects of the app's storage (either backend).
     pub objects_dir: PathBuf,
+    /// Stops the server when the app is dropped: a test's server would
+    /// otherwise keep its pooled connections open until the test binary
+    /// exits, and a binary's many tests would exhaust the cluster's
+    /// `max_connections`.
+    server: actix_web::dev::ServerHandle,
     _data_dir: tempdir::Dir,
     _bucket: Option<tempdir::Dir>,
 }
@@ -157,11 +162,11 @@ impl TestApp {
         std::thread::spawn(move || {
             actix_web::rt::System::new().block_on(async move {
                 let server = eds::app::server(&settings, server_state, listener).unwrap();
-                started.send(()).unwrap();
+                started.send(server.handle()).unwrap();
                 server.await
             })
         });
-        ready.recv().unwrap();
+        let server = ready.recv().unwrap();
         TestApp {
             url,
             database_url,
@@ -171,6 +176,7 @@ impl TestApp {
             http: reqwest::Client::new(),
             state,
             objects_dir,
+            server,
             _data_dir: data_dir,
             _bucket: bucket,
         }
@@ -301,6 +307,14 @@ impl TestApp {
             .await;
         assert_eq!(status, 200, "{body}");
         (id, body["properties"][0]["string"].as_str().unwrap().to_owned())
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        // The stop command is sent at once; its completion is not awaited
+        // (there may be no runtime left to await it on).
+        drop(self.server.stop(false));
     }
 }
 
