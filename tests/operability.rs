@@ -279,3 +279,36 @@ async fn an_upload_over_storage_local_upload_limit_bytes_is_413_with_a_json_body
     let body: Json = serde_json::from_str(&text).unwrap();
     assert_eq!(body["error"], "payload_too_large");
 }
+
+#[tokio::test]
+async fn a_request_that_waits_out_the_statement_timeout_for_a_connection_is_503_database_busy() {
+    let app = TestApp::start_with(
+        Storage::Local,
+        &[
+            ("database.pool_size", "1".to_owned()),
+            ("database.statement_timeout_ms", "300".to_owned()),
+        ],
+    )
+    .await;
+    // the server's one connection, held as a long query would hold it
+    let held = app.state.pool.get().await.unwrap();
+    let started = std::time::Instant::now();
+    let response = app
+        .http
+        .get(format!("{}/api/demo/entity?limit=1", app.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.headers()["retry-after"], "5");
+    let body: Json = response.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"status": 503, "error": "database_busy", "message": "Every database connection is busy; retry later"})
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "answered at the limit");
+    // once the connection is free again, requests are served
+    drop(held);
+    let (status, body) = app.call("GET", "/api/demo/entity?limit=1", None, None).await;
+    assert_eq!(status, 200, "{body}");
+}

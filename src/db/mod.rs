@@ -21,14 +21,19 @@ const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 const MIGRATION_LOCK: i64 = 0x0065_6473_5f6d_6967; // "eds_mig"
 
 /// A pool whose connections cancel any statement running over
-/// `statement_timeout_ms`. JIT compilation is off: it costs tens of
-/// milliseconds per query and pays off only for long analytical ones.
+/// `statement_timeout_ms` (0: no limit). Waiting for a free connection is
+/// bounded by the same time, so a burst of slow queries is answered 503
+/// instead of queueing requests without end. JIT compilation is off: it costs
+/// tens of milliseconds per query and pays off only for long analytical ones.
 pub fn pool(url: &str, size: usize, statement_timeout_ms: u64) -> Result<Pool, String> {
     let separator = if url.contains('?') { '&' } else { '?' };
     let url = format!("{url}{separator}options=-c%20statement_timeout%3D{statement_timeout_ms}%20-c%20jit%3Doff");
     let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(url);
+    let wait = (statement_timeout_ms > 0).then(|| std::time::Duration::from_millis(statement_timeout_ms));
     Pool::builder(manager)
         .max_size(size)
+        .wait_timeout(wait)
+        .runtime(deadpool::Runtime::Tokio1)
         .build()
         .map_err(|e| format!("cannot build the connection pool: {e}"))
 }

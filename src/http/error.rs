@@ -73,7 +73,10 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         let mut response = HttpResponse::build(self.status);
-        if matches!(self.code, "query_timeout" | "thumbnails_busy" | "writes_busy") {
+        if matches!(
+            self.code,
+            "query_timeout" | "database_busy" | "thumbnails_busy" | "writes_busy"
+        ) {
             response.insert_header(("Retry-After", "5"));
         }
         response.json(serde_json::json!({
@@ -102,6 +105,13 @@ impl From<diesel::result::Error> for ApiError {
 
 impl From<diesel_async::pooled_connection::deadpool::PoolError> for ApiError {
     fn from(error: diesel_async::pooled_connection::deadpool::PoolError) -> Self {
+        if let deadpool::managed::PoolError::Timeout(deadpool::managed::TimeoutType::Wait) = error {
+            return Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "database_busy",
+                "Every database connection is busy; retry later",
+            );
+        }
         Self::internal("database pool error", error)
     }
 }

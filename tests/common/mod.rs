@@ -156,7 +156,12 @@ impl TestApp {
             .await
             .expect("create the demo database");
         let (started, ready) = std::sync::mpsc::channel();
-        let server_pool = db::pool(&database_url, 8, settings.database.statement_timeout_ms).unwrap();
+        let server_pool = db::pool(
+            &database_url,
+            settings.database.pool_size,
+            settings.database.statement_timeout_ms,
+        )
+        .unwrap();
         let state = eds::app::state(&settings, server_pool).unwrap();
         let server_state = state.clone();
         std::thread::spawn(move || {
