@@ -306,7 +306,10 @@ async fn a_request_that_waits_out_the_statement_timeout_for_a_connection_is_503_
         body,
         json!({"status": 503, "error": "database_busy", "message": "Every database connection is busy; retry later"})
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(3), "answered at the limit");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "answered at the limit"
+    );
     // once the connection is free again, requests are served
     drop(held);
     let (status, body) = app.call("GET", "/api/demo/entity?limit=1", None, None).await;

@@ -641,3 +641,691 @@ async fn with_the_answer_cache_off_every_answer_is_computed() {
     let (status, body) = app.get("/api/nosuchdb/entity", &owner).await;
     assert_eq!((status, body["message"].as_str()), (404, Some("Database not found")));
 }
+
+// Every operator of the spec's table on every value field, the rules of the
+// query syntax one by one, and the failure bodies.
+
+impl Library {
+    /// The `author` reference of book `index`.
+    async fn author_of(&self, index: usize) -> String {
+        let (status, body) = self
+            .app
+            .get(&format!("/api/demo/entity/{}", self.books[index]), &self.token)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["entity"]["author"][0]["reference"].as_str().unwrap().to_owned()
+    }
+
+    /// Like [`Library::matches`], for a caller with `token` (`None`: anonymous).
+    async fn matches_as(&self, token: Option<&str>, query: &str) -> Vec<usize> {
+        let (status, body) = self
+            .app
+            .call(
+                "GET",
+                &format!("/api/demo/entity?_type.string=book&{query}"),
+                token,
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{query}: {body}");
+        body["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| self.books.iter().position(|b| e["_id"] == b.as_str()).expect("a book"))
+            .collect()
+    }
+}
+
+const NONE: [usize; 0] = [];
+
+#[tokio::test]
+async fn string_exists_false_and_other_values_mean_false() {
+    let lib = library().await;
+    assert_eq!(lib.matches("note.string.exists=false").await, [1, 2, 3]);
+    assert_eq!(lib.matches("note.string.exists=true").await, [0]);
+    assert_eq!(lib.matches("note.string.exists=TRUE").await, [1, 2, 3]);
+    assert_eq!(lib.matches("note.string.exists=1").await, [1, 2, 3]);
+}
+
+#[tokio::test]
+async fn text_values_are_filtered_by_string() {
+    let lib = library().await;
+    assert_eq!(lib.matches("note.string=line%20one%0Aline%20two").await, [0]);
+    assert_eq!(lib.matches("note.string=line%20one").await, NONE);
+    assert_eq!(lib.matches("note.string.in=x,line%20one%0Aline%20two").await, [0]);
+}
+
+#[tokio::test]
+async fn counter_values_are_filtered_by_string_and_by_their_number() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let ticket = app.create_type(&token, "ticket").await;
+    app.define(&token, &ticket, "no", "counter", json!([])).await;
+    let mut tickets = Vec::new();
+    for string in ["INV-7", "INV-42"] {
+        tickets.push(
+            app.create(
+                &token,
+                &ticket,
+                json!([{"type": "no", "counter": true, "string": string}]),
+            )
+            .await,
+        );
+    }
+    let found = |query: &'static str| {
+        let app = &app;
+        let token = &token;
+        async move {
+            let (status, body) = app
+                .get(&format!("/api/demo/entity?_type.string=ticket&{query}"), token)
+                .await;
+            assert_eq!(status, 200, "{query}: {body}");
+            body["entities"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["_id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(found("no.string=INV-42").await, [tickets[1].clone()]);
+    assert_eq!(found("no.string.regex=/^inv-[0-9]$/i").await, [tickets[0].clone()]);
+    assert_eq!(found("no.number=42").await, [tickets[1].clone()]);
+    assert_eq!(found("no.number.lt=42").await, [tickets[0].clone()]);
+    assert_eq!(found("no.number.in=7,42").await, tickets);
+}
+
+#[tokio::test]
+async fn reference_exact_in_with_several_ids_and_exists_false() {
+    let lib = library().await;
+    let herbert = lib.author_of(0).await;
+    let austen = lib.author_of(1).await;
+    assert_eq!(lib.matches(&format!("author.reference={austen}")).await, [1]);
+    assert_eq!(
+        lib.matches(&format!("author.reference.in={herbert},{austen}")).await,
+        [0, 1]
+    );
+    assert_eq!(lib.matches("author.reference.exists=false").await, [2, 3]);
+    assert_eq!(lib.matches("author.reference.exists=no").await, [2, 3]);
+    // a well-formed id that nothing references
+    assert_eq!(lib.matches("author.reference=5f1a2b3c4d5e6f7a8b9c0d1e").await, NONE);
+}
+
+#[tokio::test]
+async fn number_exact_ne_in_and_exists_false() {
+    let lib = library().await;
+    assert_eq!(lib.matches("price.number=5").await, [2], "any value of several");
+    assert_eq!(lib.matches("price.number=10.0").await, [0]);
+    assert_eq!(lib.matches("price.number.ne=20").await, [0, 2, 3]);
+    assert_eq!(lib.matches("price.number.in=5").await, [2]);
+    assert_eq!(lib.matches("price.number.exists=false").await, [3]);
+}
+
+#[tokio::test]
+async fn boolean_false_matches_stored_false_only_and_exists_false() {
+    let lib = library().await;
+    // Zed has no `instock`: `false` is not "anything but true"
+    assert_eq!(lib.matches("instock.boolean=false").await, [1]);
+    assert_eq!(lib.matches("instock.boolean=").await, [1]);
+    assert_eq!(lib.matches("instock.boolean.in=false").await, [1]);
+    assert_eq!(lib.matches("instock.boolean.in=true").await, [0, 2]);
+    assert_eq!(
+        lib.matches("instock.boolean.in=yes,TRUE").await,
+        [1],
+        "in: each item other than true is false"
+    );
+    assert_eq!(lib.matches("instock.boolean.exists=false").await, [3]);
+}
+
+#[tokio::test]
+async fn date_exists_false_and_in_and_ranges_with_milliseconds() {
+    let lib = library().await;
+    assert_eq!(lib.matches("published.date.exists=false").await, [3]);
+    // 1965-08-01 and 1922-02-02 in milliseconds
+    assert_eq!(lib.matches("published.date.in=-139449600000,1815-12-23").await, [0, 1]);
+    assert_eq!(lib.matches("published.date.gt=-1511827200000").await, [0]);
+    assert_eq!(lib.matches("published.date.lte=-1511827200000").await, [1, 2]);
+}
+
+#[tokio::test]
+async fn datetime_exists_true_and_in_and_ranges_with_milliseconds() {
+    let lib = library().await;
+    assert_eq!(lib.matches("at.datetime.exists=true").await, [0, 1]);
+    // 2020-01-01T10:00:00Z and 2021-06-01T00:00:00Z in milliseconds
+    assert_eq!(lib.matches("at.datetime.in=1577872800000,1622505600000").await, [0, 1]);
+    assert_eq!(lib.matches("at.datetime.gt=1577872800000").await, [1]);
+    assert_eq!(lib.matches("at.datetime.gte=1577872800000").await, [0, 1]);
+    assert_eq!(lib.matches("at.datetime.lt=1622505600000").await, [0]);
+    assert_eq!(lib.matches("at.datetime.lte=1622505600000").await, [0, 1]);
+    assert_eq!(
+        lib.matches("at.datetime=2020-01-01T12:00:00%2B02:00").await,
+        [0],
+        "an offset is the same instant"
+    );
+}
+
+#[tokio::test]
+async fn filesize_exists_true() {
+    let lib = library().await;
+    assert_eq!(lib.matches("cover.filesize.exists=true").await, [0, 1]);
+    assert_eq!(lib.matches("cover.filesize.exists=maybe").await, [2, 3]);
+}
+
+#[tokio::test]
+async fn an_operator_the_table_does_not_list_for_a_field_is_ignored_and_matches_exactly() {
+    let lib = library().await;
+    let herbert = lib.author_of(0).await;
+    // reference: only exact, in and exists
+    for op in ["ne", "gt", "lt", "regex"] {
+        assert_eq!(
+            lib.matches(&format!("author.reference.{op}={herbert}")).await,
+            [0],
+            "{op}"
+        );
+    }
+    // number: no regex
+    assert_eq!(lib.matches("price.number.regex=10").await, [0]);
+    // boolean: only exact, in and exists
+    for op in ["ne", "gt", "gte", "lt", "lte", "regex"] {
+        assert_eq!(lib.matches(&format!("instock.boolean.{op}=true")).await, [0, 2], "{op}");
+    }
+    // date, datetime and filesize: no ne and no regex
+    for op in ["ne", "regex"] {
+        assert_eq!(
+            lib.matches(&format!("published.date.{op}=1965-08-01")).await,
+            [0],
+            "{op}"
+        );
+        assert_eq!(
+            lib.matches(&format!("at.datetime.{op}=2020-01-01T10:00:00Z")).await,
+            [0],
+            "{op}"
+        );
+        assert_eq!(lib.matches(&format!("cover.filesize.{op}=1000")).await, [0], "{op}");
+    }
+    // an operator after the operator is not read either
+    assert_eq!(lib.matches("title.string.ne.gt=Dune").await, [1, 2, 3]);
+}
+
+#[tokio::test]
+async fn regex_flags_other_than_i_m_s_are_dropped() {
+    let lib = library().await;
+    assert_eq!(lib.matches("title.string.regex=/^U/gyud").await, [2]);
+    assert_eq!(
+        lib.matches("title.string.regex=/^u/gyud").await,
+        NONE,
+        "dropped flags do not imply i"
+    );
+    assert_eq!(lib.matches("note.string.regex=/^line two$/gm").await, [0]);
+    assert_eq!(lib.matches("note.string.regex=/one.line/us").await, [0]);
+    assert_eq!(lib.matches("note.string.regex=/^LINE.ONE.LINE/ims").await, [0]);
+}
+
+#[tokio::test]
+async fn a_regex_value_not_wrapped_in_slashes_is_the_pattern_as_it_is() {
+    let lib = library().await;
+    assert_eq!(lib.matches("cover.filetype.regex=image/p").await, [1]);
+    assert_eq!(lib.matches("title.string.regex=^D").await, [0]);
+    assert_eq!(lib.matches("title.string.regex=^d").await, NONE, "no flags");
+    // the last slash ends the pattern
+    assert_eq!(lib.matches("cover.filetype.regex=/^image/p/").await, [1]);
+}
+
+#[tokio::test]
+async fn invalid_regex_is_400_with_the_json_error_body() {
+    let lib = library().await;
+    for bad in ["/a/x", "/a/ix", "/(a/", "(a", "/[z-a]/", "/a{99999}/"] {
+        let (status, body) = lib.query(&format!("title.string.regex={}", urlencode(bad))).await;
+        assert_eq!(
+            (status, body),
+            (
+                400,
+                json!({"status": 400, "error": "invalid_regex", "message": "Invalid regex"})
+            ),
+            "{bad}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_regex_the_rust_regex_crate_rejects_is_400_invalid_regex() {
+    let lib = library().await;
+    // look-around and back-references: JavaScript and PostgreSQL take them
+    for bad in ["/(?=D)D/", "/(?!E)D/", "/(?<=D)u/", "/(u)\\1/", "/\\b(n)e\\1/i"] {
+        let (status, body) = lib.query(&format!("title.string.regex={}", urlencode(bad))).await;
+        assert_eq!(
+            (status, body),
+            (
+                400,
+                json!({"status": 400, "error": "invalid_regex", "message": "Invalid regex"})
+            ),
+            "{bad}"
+        );
+    }
+    // even on a property no entity has
+    let (status, body) = lib
+        .query(&format!("nothing.string.regex={}", urlencode("/(?=a)/")))
+        .await;
+    assert_eq!((status, body["message"].as_str()), (400, Some("Invalid regex")));
+}
+
+#[tokio::test]
+async fn a_regex_pattern_over_512_characters_is_400_invalid_regex() {
+    let lib = library().await;
+    // 512 characters (the pattern, without slashes and flags) are accepted
+    let at_limit = format!("Dune|{}", "z".repeat(507));
+    assert_eq!(at_limit.chars().count(), 512);
+    assert_eq!(
+        lib.matches(&format!("title.string.regex=/{}/i", urlencode(&at_limit)))
+            .await,
+        [0]
+    );
+    assert_eq!(
+        lib.matches(&format!("title.string.regex={}", urlencode(&at_limit)))
+            .await,
+        [0]
+    );
+    for over in [format!("{at_limit}z"), "a".repeat(5000)] {
+        for value in [format!("/{over}/"), over.clone()] {
+            let (status, body) = lib.query(&format!("title.string.regex={}", urlencode(&value))).await;
+            assert_eq!(
+                (status, body),
+                (
+                    400,
+                    json!({"status": 400, "error": "invalid_regex", "message": "Invalid regex"})
+                ),
+                "{} characters",
+                over.len()
+            );
+        }
+    }
+    // characters, not bytes: 512 two-byte characters are accepted
+    let wide = format!("Dune|{}", "é".repeat(507));
+    assert_eq!(
+        lib.matches(&format!("title.string.regex=/{}/", urlencode(&wide))).await,
+        [0]
+    );
+    let (status, _) = lib.query(&format!("title.string.regex=/{}é/", urlencode(&wide))).await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn invalid_reference_id_is_400_invalid_id_with_the_json_error_body() {
+    let lib = library().await;
+    let herbert = lib.author_of(0).await;
+    let invalid_id = json!({"status": 400, "error": "invalid_id", "message": "Invalid ID"});
+    for bad in [
+        "nope".to_owned(),
+        "5F1A2B3C4D5E6F7A8B9C0D1E".to_owned(),
+        "5f1a2b3c4d5e6f7a8b9c0d1".to_owned(),
+        format!("{herbert}0"),
+        format!("{herbert},nope"),
+        format!("{herbert},"),
+    ] {
+        for key in ["author.reference", "author.reference.in"] {
+            let (status, body) = lib.query(&format!("{key}={bad}")).await;
+            assert_eq!((status, body), (400, invalid_id.clone()), "{key}={bad}");
+        }
+    }
+    // `exists` takes true or false, not an id
+    assert_eq!(lib.matches("author.reference.exists=nope").await, [2, 3]);
+}
+
+#[tokio::test]
+async fn file_name_type_and_language_take_every_string_operator() {
+    let lib = library().await;
+    assert_eq!(lib.matches("cover.filename=emma.png").await, [1]);
+    assert_eq!(lib.matches("cover.filename.ne=dune.jpg").await, [1, 2, 3]);
+    assert_eq!(lib.matches("cover.filename.gt=dune.jpg").await, [1]);
+    assert_eq!(lib.matches("cover.filename.gte=dune.jpg").await, [0, 1]);
+    assert_eq!(lib.matches("cover.filename.lt=emma.png").await, [0]);
+    assert_eq!(lib.matches("cover.filename.lte=emma.png").await, [0, 1]);
+    assert_eq!(lib.matches("cover.filename.in=emma.png,x").await, [1]);
+    assert_eq!(lib.matches("cover.filename.exists=false").await, [2, 3]);
+    assert_eq!(lib.matches("cover.filetype.regex=/JPEG$/i").await, [0]);
+    assert_eq!(lib.matches("cover.filetype.ne=image/jpeg").await, [1, 2, 3]);
+    assert_eq!(lib.matches("cover.filetype.exists=true").await, [0, 1]);
+    assert_eq!(lib.matches("title.language.regex=^e").await, [1]);
+    assert_eq!(lib.matches("title.language.in=en,et").await, [1]);
+    assert_eq!(lib.matches("title.language.ne=en").await, [0, 2, 3]);
+    assert_eq!(lib.matches("title.language.exists=false").await, [0, 2, 3]);
+}
+
+#[tokio::test]
+async fn a_filter_key_given_twice_must_match_both_times() {
+    let lib = library().await;
+    assert_eq!(lib.matches("title.string=Dune&title.string=Emma").await, NONE);
+    assert_eq!(lib.matches("title.string.in=Dune,Emma").await, [0, 1], "in is the OR");
+    assert_eq!(lib.matches("title.string.in=Dune,Emma&price.number.gt=10").await, [1]);
+    assert_eq!(lib.matches("title.string.ne=Dune&title.string.ne=Zed").await, [1, 2]);
+    assert_eq!(
+        lib.matches("author.reference.exists=false&price.number.exists=true")
+            .await,
+        [2]
+    );
+}
+
+#[tokio::test]
+async fn without_sort_results_are_in_id_ascending_creation_order() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let item = app.create_type(&token, "item").await;
+    let mut created = Vec::new();
+    for (name, rank) in [("c", 1), ("a", 3), ("d", 2), ("b", 0)] {
+        created.push(
+            app.create(
+                &token,
+                &item,
+                json!([{"type": "name", "string": name}, {"type": "rank", "number": rank}]),
+            )
+            .await,
+        );
+    }
+    let ids = |body: &Json| -> Vec<String> {
+        body["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut ascending = created.clone();
+    ascending.sort();
+    assert_eq!(ascending, created, "ids grow with creation");
+    for query in [
+        "",
+        "&sort=",
+        "&sort=bogus",
+        "&rank.number.gte=0",
+        "&name.string.regex=.",
+    ] {
+        let (status, body) = app
+            .get(&format!("/api/demo/entity?_type.string=item{query}"), &token)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(ids(&body), created, "{query}");
+    }
+    // and a page is a window of that order
+    let (_, body) = app
+        .get("/api/demo/entity?_type.string=item&limit=2&skip=1", &token)
+        .await;
+    assert_eq!(ids(&body), created[1..3]);
+    // ties on a sort key fall back to `_id` ascending too
+    let (_, body) = app
+        .get("/api/demo/entity?_type.string=item&sort=nothing.number", &token)
+        .await;
+    assert_eq!(ids(&body), created);
+}
+
+#[tokio::test]
+async fn the_list_envelope_is_entities_count_limit_and_skip() {
+    let lib = library().await;
+    let (status, body) = lib.query("title.string.in=Dune,Emma").await;
+    assert_eq!(status, 200, "{body}");
+    let mut keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(keys, ["count", "entities", "limit", "skip"]);
+    assert_eq!(
+        (&body["count"], &body["limit"], &body["skip"]),
+        (&json!(2), &json!(100), &json!(0)),
+        "defaults: limit 100, skip 0"
+    );
+    assert_eq!(body["entities"].as_array().map(Vec::len), Some(2));
+    let (_, body) = lib.query("title.string=nothing").await;
+    assert_eq!(body["entities"], json!([]));
+    assert_eq!(body["count"], 0);
+}
+
+#[tokio::test]
+async fn limit_defaults_to_100_also_for_0_and_non_numeric_and_has_no_upper_bound() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let item = app.create_type(&token, "item").await;
+    for _ in 0..101 {
+        app.create(&token, &item, json!([])).await;
+    }
+    let page = |query: &'static str| {
+        let app = &app;
+        let token = &token;
+        async move {
+            let (status, body) = app
+                .get(&format!("/api/demo/entity?_type.string=item{query}"), token)
+                .await;
+            assert_eq!(status, 200, "{query}: {body}");
+            (
+                body["entities"].as_array().unwrap().len(),
+                body["count"].as_i64().unwrap(),
+                body["limit"].as_i64().unwrap(),
+                body["skip"].as_i64().unwrap(),
+            )
+        }
+    };
+    for query in ["", "&limit=0", "&limit=abc", "&limit=", "&limit=1.5e3"] {
+        assert_eq!(page(query).await, (100, 101, 100, 0), "{query}");
+    }
+    assert_eq!(page("&limit=101").await, (101, 101, 101, 0));
+    assert_eq!(page("&limit=1000000").await, (101, 101, 1000000, 0), "no upper bound");
+    assert_eq!(page("&skip=100").await, (1, 101, 100, 100));
+    assert_eq!(page("&skip=abc").await, (100, 101, 100, 0), "skip defaults to 0");
+    assert_eq!(page("&limit=0&skip=99").await, (2, 101, 100, 99));
+}
+
+#[tokio::test]
+async fn an_authenticated_caller_searches_public_and_domain_entities_in_their_view() {
+    let lib = library().await;
+    let (_, key) = lib.app.add_person(&lib.token, "Reader").await;
+    let reader = lib.app.token_for(&key).await;
+    let (_, book) = lib
+        .app
+        .get(&format!("/api/demo/entity/{}", lib.books[0]), &lib.token)
+        .await;
+    let book_type = book["entity"]["_type"][0]["reference"].as_str().unwrap().to_owned();
+    let domain = lib
+        .app
+        .create(
+            &lib.token,
+            &book_type,
+            json!([{"type": "title", "string": "Persuasion"}, {"type": "secret", "string": "covert"},
+                   {"type": "_sharing", "string": "domain"}]),
+        )
+        .await;
+    let found = |token: Option<&str>, q: &str| {
+        let path = format!("/api/demo/entity?q={q}");
+        let app = &lib.app;
+        let token = token.map(str::to_owned);
+        async move {
+            let (status, body) = app.call("GET", &path, token.as_deref(), None).await;
+            assert_eq!(status, 200, "{body}");
+            body["entities"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["_id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    // public and domain entities: by their shared values
+    assert_eq!(found(Some(&reader), "dune").await, [lib.books[0].clone()]);
+    assert_eq!(found(Some(&reader), "persua").await, [domain.as_str()]);
+    assert_eq!(found(None, "persua").await, Vec::<String>::new(), "not public");
+    // the owner, a viewer, finds every searchable value
+    assert_eq!(found(Some(&lib.token), "covert").await, [domain.as_str()]);
+    assert_eq!(found(Some(&lib.token), "emma").await, [lib.books[1].clone()]);
+    // values hidden from the reader's view, and private entities: not found
+    assert_eq!(found(Some(&reader), "covert").await, Vec::<String>::new());
+    assert_eq!(found(Some(&reader), "hidden").await, Vec::<String>::new());
+    assert_eq!(found(Some(&reader), "emma").await, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn an_anonymous_caller_cannot_filter_on_a_property_hidden_from_the_public_view() {
+    let lib = library().await;
+    let owner = Some(lib.token.as_str());
+    // `secret` has no `_sharing`: Dune, public, shows it only to viewers
+    assert_eq!(lib.matches_as(owner, "secret.string=hidden-word").await, [0]);
+    assert_eq!(lib.matches_as(None, "secret.string=hidden-word").await, NONE);
+    assert_eq!(lib.matches_as(None, "secret.string.regex=hidden").await, NONE);
+    assert_eq!(lib.matches_as(None, "secret.string.in=hidden-word").await, NONE);
+    assert_eq!(lib.matches_as(None, "secret.string.exists=true").await, NONE);
+    // to the anonymous caller Dune has no `secret` at all
+    assert_eq!(lib.matches_as(owner, "secret.string.exists=false").await, [1, 2, 3]);
+    assert_eq!(lib.matches_as(None, "secret.string.exists=false").await, [0]);
+    assert_eq!(lib.matches_as(None, "secret.string.ne=hidden-word").await, [0]);
+    // values of undefined properties and rights are hidden too; shared ones are not
+    assert_eq!(lib.matches_as(None, "price.number=10").await, NONE);
+    let person = lib.app.person.clone();
+    assert_eq!(
+        lib.matches_as(owner, &format!("_owner.reference={person}")).await,
+        [0, 1, 2, 3]
+    );
+    assert_eq!(lib.matches_as(None, &format!("_owner.reference={person}")).await, NONE);
+    assert_eq!(lib.matches_as(None, "title.string=Dune").await, [0]);
+    assert_eq!(lib.matches_as(None, "_sharing.string=public").await, [0]);
+}
+
+#[tokio::test]
+async fn a_person_without_rights_cannot_filter_on_a_property_hidden_from_the_domain_view() {
+    let lib = library().await;
+    let (_, key) = lib.app.add_person(&lib.token, "Reader").await;
+    let reader = lib.app.token_for(&key).await;
+    assert_eq!(lib.matches_as(Some(&reader), "title.string=Dune").await, [0]);
+    assert_eq!(lib.matches_as(Some(&reader), "secret.string=hidden-word").await, NONE);
+    assert_eq!(lib.matches_as(Some(&reader), "secret.string.exists=false").await, [0]);
+    assert_eq!(
+        lib.matches_as(Some(&reader), "title.string=Emma").await,
+        NONE,
+        "private"
+    );
+}
+
+#[tokio::test]
+async fn sort_and_group_see_only_the_values_the_callers_view_shows() {
+    let lib = library().await;
+    lib.app
+        .post(
+            &format!("/api/demo/entity/{}", lib.books[1]),
+            &lib.token,
+            json!({"type": "_sharing", "string": "public"}),
+        )
+        .await;
+    let owner = Some(lib.token.as_str());
+    // `price` (no definition) is hidden from the public view of Dune (10) and Emma (20)
+    assert_eq!(lib.matches_as(owner, "sort=-price.number").await, [2, 1, 0, 3]);
+    assert_eq!(
+        lib.matches_as(None, "sort=-price.number").await,
+        [0, 1],
+        "no key: _id order"
+    );
+    assert_eq!(lib.matches_as(None, "sort=-title.string").await, [1, 0], "a public key");
+    let groups = |token: Option<&str>, query: &str| {
+        let path = format!("/api/demo/entity?_type.string=book&{query}");
+        let app = &lib.app;
+        let token = token.map(str::to_owned);
+        async move {
+            let (status, body) = app.call("GET", &path, token.as_deref(), None).await;
+            assert_eq!(status, 200, "{body}");
+            body
+        }
+    };
+    let body = groups(None, "group=price.number&props=price,title").await;
+    assert_eq!(body["count"], 1, "{body}");
+    assert_eq!(body["entities"][0]["_count"], 2, "{body}");
+    assert_eq!(body["entities"][0]["title"][0]["string"], "Dune", "{body}");
+    assert!(body["entities"][0].get("price").is_none(), "{body}");
+    let body = groups(owner, "group=price.number&props=price").await;
+    assert_eq!(body["count"], 4, "10, 20, 5 and none: {body}");
+    let body = groups(None, "group=title.string&props=title").await;
+    assert_eq!(body["count"], 2, "{body}");
+}
+
+#[tokio::test]
+async fn group_counts_only_the_entities_the_filters_match() {
+    let lib = library().await;
+    let (status, body) = lib
+        .query("group=instock.boolean&instock.boolean.exists=true&props=instock")
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["count"], 2, "{body}");
+    let mut rows: Vec<(Json, Json)> = body["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| (row["instock"][0]["boolean"].clone(), row["_count"].clone()))
+        .collect();
+    rows.sort_by_key(|(value, _)| value.to_string());
+    assert_eq!(rows, [(json!(false), json!(1)), (json!(true), json!(2))]);
+}
+
+#[tokio::test]
+async fn props_naming_nothing_returns_only_id() {
+    let lib = library().await;
+    for props in ["", "nothing", "_id"] {
+        let (status, body) = lib.query(&format!("title.string=Dune&props={props}")).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["entities"], json!([{"_id": lib.books[0]}]), "props={props}");
+    }
+}
+
+#[tokio::test]
+async fn type_string_takes_the_string_operators() {
+    let lib = library().await;
+    let (_, body) = lib
+        .app
+        .get("/api/demo/entity?_type.string.in=book,person&sort=_id", &lib.token)
+        .await;
+    assert_eq!(body["count"], 4 + 3, "four books, the owner and two authors: {body}");
+    let (_, body) = lib
+        .app
+        .get("/api/demo/entity?_type.string.regex=/^BO/i", &lib.token)
+        .await;
+    assert_eq!(body["count"], 4, "{body}");
+}
+
+#[tokio::test]
+async fn regex_word_boundaries_match_at_the_edges_of_words() {
+    let lib = library().await;
+    assert_eq!(
+        lib.matches(&format!("title.string.regex={}", urlencode(r"/\bdune\b/i")))
+            .await,
+        [0]
+    );
+    assert_eq!(
+        lib.matches(&format!("title.string.regex={}", urlencode(r"e\b"))).await,
+        [0]
+    );
+    assert_eq!(
+        lib.matches(&format!("title.string.regex={}", urlencode(r"\Bun\B")))
+            .await,
+        [0]
+    );
+    assert_eq!(
+        lib.matches(&format!("title.string.regex={}", urlencode(r"\Bdu"))).await,
+        NONE
+    );
+    assert_eq!(
+        lib.matches(&format!("note.string.regex={}", urlencode(r"\<two\>")))
+            .await,
+        [0]
+    );
+    assert_eq!(
+        lib.matches(&format!("note.string.regex={}", urlencode(r"\b{start}on\b{end}")))
+            .await,
+        NONE
+    );
+    assert_eq!(
+        lib.matches(&format!("note.string.regex={}", urlencode(r"ne\b{end-half}")))
+            .await,
+        [0]
+    );
+    assert_eq!(
+        lib.matches(&format!("note.string.regex={}", urlencode(r"\b{start-half}two")))
+            .await,
+        [0]
+    );
+    // an escaped backslash before a `b` is a backslash and a letter
+    assert_eq!(
+        lib.matches(&format!("title.string.regex={}", urlencode(r"\\b"))).await,
+        NONE
+    );
+}

@@ -312,7 +312,7 @@ fn parse_regex(value: &str) -> Result<Condition, ApiError> {
         Some((pattern, flags)) => (pattern, flags),
         None => (value, ""),
     };
-    if flag_text.contains('x') || pattern.len() > MAX_REGEX_LENGTH || !is_storable_text(pattern) {
+    if flag_text.contains('x') || pattern.chars().count() > MAX_REGEX_LENGTH || !is_storable_text(pattern) {
         return Err(invalid());
     }
     let flags = RegexFlags {
@@ -484,6 +484,336 @@ mod tests {
                 ("instock".to_owned(), Field::Boolean),
                 ("type".to_owned(), Field::String)
             ]
+        );
+    }
+
+    fn invalid_regex(value: &str) -> bool {
+        match parse(&[("n.string.regex", value)]) {
+            Err(error) => {
+                assert_eq!(
+                    (error.status.as_u16(), error.code, error.message.as_ref()),
+                    (400, "invalid_regex", "Invalid regex"),
+                    "{value}"
+                );
+                true
+            }
+            Ok(_) => false,
+        }
+    }
+
+    fn regex(value: &str) -> (String, RegexFlags) {
+        match filter("n.string.regex", value).condition {
+            Condition::Regex { pattern, flags } => (pattern, flags),
+            other => panic!("{value}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn without_parameters_limit_is_100_skip_0_and_sort_empty_for_id_order() {
+        let query = parse(&[]).unwrap();
+        assert_eq!((query.limit, query.skip), (100, 0));
+        assert!(query.sort.is_empty() && query.filters.is_empty() && query.group.is_empty());
+        assert_eq!((query.props, query.words.len()), (None, 0));
+        for raw in ["", "bogus", ",", "nothing"] {
+            assert!(parse(&[("sort", raw)]).unwrap().sort.is_empty(), "{raw}");
+        }
+    }
+
+    #[test]
+    fn limit_has_no_upper_bound() {
+        assert_eq!(parse(&[("limit", "1000000")]).unwrap().limit, 1_000_000);
+        assert_eq!(parse(&[("limit", "1.5")]).unwrap().limit, 100, "not a whole number");
+        assert_eq!(parse(&[("limit", "99999999999999999999")]).unwrap().limit, 100);
+    }
+
+    #[test]
+    fn every_operator_of_the_table_is_taken_and_others_match_exactly() {
+        use Operator::*;
+        let id = "5f1a2b3c4d5e6f7a8b9c0d1e";
+        let table: [(&str, &str, &[Operator]); 10] = [
+            ("string", "x", &[Regex, In, Exists, Gt, Gte, Lt, Lte, Ne]),
+            ("filename", "x", &[Regex, In, Exists, Gt, Gte, Lt, Lte, Ne]),
+            ("filetype", "x", &[Regex, In, Exists, Gt, Gte, Lt, Lte, Ne]),
+            ("language", "x", &[Regex, In, Exists, Gt, Gte, Lt, Lte, Ne]),
+            ("reference", id, &[In, Exists]),
+            ("number", "1", &[Gt, Gte, Lt, Lte, Ne, In, Exists]),
+            ("boolean", "true", &[In, Exists]),
+            ("date", "2024-03-01", &[Gt, Gte, Lt, Lte, In, Exists]),
+            ("datetime", "2024-03-01T10:00:00Z", &[Gt, Gte, Lt, Lte, In, Exists]),
+            ("filesize", "1", &[Gt, Gte, Lt, Lte, In, Exists]),
+        ];
+        let names = [
+            ("ne", Ne),
+            ("gt", Gt),
+            ("gte", Gte),
+            ("lt", Lt),
+            ("lte", Lte),
+            ("in", In),
+            ("exists", Exists),
+            ("regex", Regex),
+        ];
+        for (field, value, allowed) in table {
+            let exact = filter(&format!("p.{field}"), value).condition;
+            assert!(matches!(exact, Condition::Compare(Eq, _)), "{field}: {exact:?}");
+            for (name, op) in names {
+                let condition = filter(&format!("p.{field}.{name}"), value).condition;
+                let taken = match &condition {
+                    Condition::Compare(parsed, _) => *parsed,
+                    Condition::In(_) => In,
+                    Condition::Exists(_) => Exists,
+                    Condition::Regex { .. } => Regex,
+                };
+                if allowed.contains(&op) {
+                    assert_eq!(taken, op, "{field}.{name}");
+                } else {
+                    assert_eq!(condition, exact, "{field}.{name} is not in the table: exact");
+                }
+            }
+            let unknown = filter(&format!("p.{field}.between"), value).condition;
+            assert_eq!(unknown, exact, "{field}.between");
+        }
+    }
+
+    #[test]
+    fn in_takes_a_comma_separated_list_on_every_field() {
+        let id = "5f1a2b3c4d5e6f7a8b9c0d1e";
+        assert_eq!(
+            filter("p.string.in", "a,b c,").condition,
+            Condition::In(vec![
+                Operand::Text("a".into()),
+                Operand::Text("b c".into()),
+                Operand::Text("".into())
+            ])
+        );
+        assert_eq!(
+            filter("p.reference.in", &format!("{id},{id}")).condition,
+            Condition::In(vec![Operand::Text(id.into()), Operand::Text(id.into())])
+        );
+        assert_eq!(
+            filter("p.boolean.in", "true,false,yes").condition,
+            Condition::In(vec![
+                Operand::Boolean(true),
+                Operand::Boolean(false),
+                Operand::Boolean(false)
+            ])
+        );
+        let day = |d| Operand::Date(NaiveDate::from_ymd_opt(2024, 3, d).unwrap());
+        assert_eq!(
+            filter("p.date.in", "2024-03-01,1709337600000").condition,
+            Condition::In(vec![day(1), day(2)]),
+            "milliseconds in a list too"
+        );
+        assert_eq!(
+            filter("p.filesize.in", "1, 2").condition,
+            Condition::In(vec![Operand::Integer(1), Operand::Integer(2)])
+        );
+        match filter("p.datetime.in", "2024-03-01T10:00:00Z,1709287200000").condition {
+            Condition::In(items) => assert_eq!(items[0], items[1]),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn exists_is_true_only_for_true() {
+        for field in [
+            "string",
+            "number",
+            "boolean",
+            "date",
+            "datetime",
+            "reference",
+            "filesize",
+            "filename",
+        ] {
+            let key = format!("p.{field}.exists");
+            assert_eq!(filter(&key, "true").condition, Condition::Exists(true), "{field}");
+            for other in ["false", "TRUE", "True", "1", "yes", "", " true"] {
+                assert_eq!(
+                    filter(&key, other).condition,
+                    Condition::Exists(false),
+                    "{field}={other}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn boolean_values_other_than_true_are_false() {
+        assert_eq!(
+            filter("b.boolean", "true").condition,
+            Condition::Compare(Operator::Eq, Operand::Boolean(true))
+        );
+        for other in ["false", "1", "yes", "", "True"] {
+            assert_eq!(
+                filter("b.boolean", other).condition,
+                Condition::Compare(Operator::Eq, Operand::Boolean(false)),
+                "{other}"
+            );
+        }
+    }
+
+    #[test]
+    fn dates_and_datetimes_take_milliseconds_with_every_operator() {
+        let at = DateTime::from_timestamp_millis(1_709_287_200_000).unwrap();
+        for (name, op) in [
+            ("", Operator::Eq),
+            (".gt", Operator::Gt),
+            (".gte", Operator::Gte),
+            (".lt", Operator::Lt),
+            (".lte", Operator::Lte),
+        ] {
+            assert_eq!(
+                filter(&format!("d.datetime{name}"), "1709287200000").condition,
+                Condition::Compare(op, Operand::Datetime(at)),
+                "{name}"
+            );
+            assert_eq!(
+                filter(&format!("d.date{name}"), "1709287200000").condition,
+                Condition::Compare(op, Operand::Date(at.date_naive())),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            filter("d.datetime", "2024-03-01T10:00:00Z").condition,
+            filter("d.datetime", "1709287200000").condition
+        );
+    }
+
+    #[test]
+    fn any_malformed_id_in_a_reference_filter_is_invalid_id() {
+        let id = "5f1a2b3c4d5e6f7a8b9c0d1e";
+        for (key, value) in [
+            ("owner.reference", "5F1A2B3C4D5E6F7A8B9C0D1E".to_owned()),
+            ("owner.reference", format!("{id}0")),
+            ("owner.reference", "".to_owned()),
+            ("owner.reference.in", format!("{id},nope")),
+            ("owner.reference.in", format!("{id},")),
+            ("owner.reference.gt", "nope".to_owned()),
+        ] {
+            let error = parse(&[(key, &value)]).unwrap_err();
+            assert_eq!(
+                (error.status.as_u16(), error.code, error.message.as_ref()),
+                (400, "invalid_id", "Invalid ID"),
+                "{key}={value}"
+            );
+        }
+        assert_eq!(
+            filter("owner.reference.exists", "nope").condition,
+            Condition::Exists(false)
+        );
+    }
+
+    #[test]
+    fn regex_flags_other_than_i_m_s_are_dropped() {
+        let flags = |i, m, s| RegexFlags {
+            case_insensitive: i,
+            multi_line: m,
+            dot_all: s,
+        };
+        assert_eq!(regex("/a/").1, flags(false, false, false));
+        assert_eq!(regex("/a/i").1, flags(true, false, false));
+        assert_eq!(regex("/a/m").1, flags(false, true, false));
+        assert_eq!(regex("/a/s").1, flags(false, false, true));
+        assert_eq!(regex("/a/gyudvIMS").1, flags(false, false, false));
+        assert_eq!(regex("/a/gsu").1, flags(false, false, true));
+        for with_x in ["/a/x", "/a/ix", "/a/xi", "/a/gmsx"] {
+            assert!(invalid_regex(with_x), "{with_x}");
+        }
+    }
+
+    #[test]
+    fn a_regex_value_not_wrapped_in_slashes_is_the_pattern_as_it_is() {
+        let none = RegexFlags::default();
+        assert_eq!(regex("image/png"), ("image/png".to_owned(), none));
+        assert_eq!(regex("a/b/i"), ("a/b/i".to_owned(), none));
+        assert_eq!(regex("x"), ("x".to_owned(), none), "x is the pattern, not a flag");
+        assert_eq!(regex("/a/b/i").0, "a/b", "the last slash ends the pattern");
+        assert_eq!(regex("//").0, "");
+    }
+
+    #[test]
+    fn a_regex_pattern_the_regex_crate_rejects_is_invalid_regex() {
+        for bad in [
+            "/(?=a)/",
+            "/(?!a)/",
+            "/(?<=a)b/",
+            "/(?<!a)b/",
+            r"/(a)\1/",
+            "(a",
+            "/*a/",
+            "/[z-a]/",
+            r"/\/",
+            r"/[\b]/",
+            "/a{99999}{99999}/",
+        ] {
+            assert!(invalid_regex(bad), "{bad}");
+        }
+        assert!(!invalid_regex(r"/\bdune\b/i"));
+    }
+
+    #[test]
+    fn a_regex_pattern_over_512_characters_is_invalid_regex() {
+        let at_limit = "a".repeat(512);
+        assert_eq!(regex(&format!("/{at_limit}/i")).0, at_limit);
+        assert_eq!(regex(&at_limit).0, at_limit);
+        assert!(invalid_regex(&format!("/{at_limit}a/")));
+        assert!(invalid_regex(&format!("{at_limit}a")));
+        // characters, not bytes
+        let wide = "é".repeat(512);
+        assert_eq!(regex(&format!("/{wide}/")).0, wide);
+        assert!(invalid_regex(&format!("/{wide}é/")));
+    }
+
+    #[test]
+    fn file_fields_and_language_are_filtered_as_strings() {
+        for field in ["filename", "filetype", "language"] {
+            assert_eq!(
+                filter(&format!("p.{field}.gte"), "image/jpeg").condition,
+                Condition::Compare(Operator::Gte, Operand::Text("image/jpeg".into()))
+            );
+        }
+    }
+
+    #[test]
+    fn several_filters_are_all_kept_even_on_one_key() {
+        let query = parse(&[("title.string", "A"), ("title.string", "B"), ("price.number.gt", "1")]).unwrap();
+        assert_eq!(query.filters.len(), 3);
+    }
+
+    #[test]
+    fn type_string_filters_on_the_type_property() {
+        let filter = filter("_type.string", "book");
+        assert_eq!((filter.prop.as_str(), filter.field), ("_type", Field::String));
+        assert_eq!(
+            filter.condition,
+            Condition::Compare(Operator::Eq, Operand::Text("book".into()))
+        );
+    }
+
+    #[test]
+    fn a_leading_minus_sorts_descending() {
+        let query = parse(&[("sort", "-_id,price.number,-title.string")]).unwrap();
+        let keys: Vec<(SortTarget, bool)> = query.sort.into_iter().map(|k| (k.target, k.descending)).collect();
+        let value = |prop: &str, field| SortTarget::Value {
+            prop: prop.to_owned(),
+            field,
+        };
+        assert_eq!(
+            keys,
+            [
+                (SortTarget::Id, true),
+                (value("price", Field::Number), false),
+                (value("title", Field::String), true)
+            ]
+        );
+    }
+
+    #[test]
+    fn props_lists_names_and_an_empty_list_returns_only_id() {
+        assert_eq!(parse(&[("props", "")]).unwrap().props, Some(vec![]));
+        assert_eq!(
+            parse(&[("props", "a,,b")]).unwrap().props,
+            Some(vec!["a".to_owned(), "b".to_owned()])
         );
     }
 

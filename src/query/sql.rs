@@ -569,10 +569,57 @@ fn value_test(sql: &mut Sql, column: &str, condition: &Condition) {
             sql.push(" = ANY (").bind(array(operands)).push(")");
         }
         Condition::Regex { pattern, flags } => {
-            sql.push(" ~ ")
-                .bind(Bind::Text(format!("(?{}){pattern}", embedded_options(*flags))));
+            sql.push(" ~ ").bind(Bind::Text(format!(
+                "(?{}){}",
+                embedded_options(*flags),
+                postgres_pattern(pattern)
+            )));
         }
     }
+}
+
+/// A pattern of the `regex` crate's syntax in PostgreSQL's. The two agree
+/// but for word boundaries, which PostgreSQL spells `\y`, `\Y`, `\m` and
+/// `\M` (its `\b` is a backspace and its `\B` a backslash). A backslash
+/// always escapes the next character, so an escaped backslash is kept.
+fn postgres_pattern(pattern: &str) -> String {
+    let mut translated = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            translated.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('b') => {
+                let rest = chars.as_str();
+                let special = [
+                    ("{start}", "\\m"),
+                    ("{end}", "\\M"),
+                    ("{start-half}", "(?<!\\w)"),
+                    ("{end-half}", "(?!\\w)"),
+                ]
+                .into_iter()
+                .find_map(|(name, spelled)| Some((rest.strip_prefix(name)?, spelled)));
+                match special {
+                    Some((after, spelled)) => {
+                        translated.push_str(spelled);
+                        chars = after.chars();
+                    }
+                    None => translated.push_str("\\y"),
+                }
+            }
+            Some('B') => translated.push_str("\\Y"),
+            Some('<') => translated.push_str("\\m"),
+            Some('>') => translated.push_str("\\M"),
+            Some(other) => {
+                translated.push('\\');
+                translated.push(other);
+            }
+            None => translated.push('\\'),
+        }
+    }
+    translated
 }
 
 /// PostgreSQL embedded options giving a pattern JavaScript's flag semantics:
@@ -644,6 +691,23 @@ mod tests {
             ("skip".to_owned(), skip.to_string()),
         ];
         ListQuery::parse(&params).unwrap()
+    }
+
+    #[test]
+    fn word_boundaries_are_spelled_as_postgresql_spells_them() {
+        for (pattern, spelled) in [
+            (r"\bdune\b", r"\ydune\y"),
+            (r"un\B", r"un\Y"),
+            (r"\<a\>", r"\ma\M"),
+            (r"\b{start}a\b{end}", r"\ma\M"),
+            (r"\b{start-half}a\b{end-half}", r"(?<!\w)a(?!\w)"),
+            (r"\\b", r"\\b"),
+            (r"\\\b", r"\\\y"),
+            (r"\d+\.\w\s", r"\d+\.\w\s"),
+            ("é\\", "é\\"),
+        ] {
+            assert_eq!(postgres_pattern(pattern), spelled, "{pattern}");
+        }
     }
 
     #[test]
