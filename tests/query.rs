@@ -903,6 +903,15 @@ async fn a_regex_the_rust_regex_crate_rejects_is_400_invalid_regex() {
             "{bad}"
         );
     }
+    // class syntax PostgreSQL would read otherwise: set operations, nested classes
+    for bad in ["/[D&&E]/", "/[a-z--u]/", "/[[Du]]ne/"] {
+        let (status, body) = lib.query(&format!("title.string.regex={}", urlencode(bad))).await;
+        assert_eq!(
+            (status, body["message"].as_str()),
+            (400, Some("Invalid regex")),
+            "{bad}"
+        );
+    }
     // even on a property no entity has
     let (status, body) = lib
         .query(&format!("nothing.string.regex={}", urlencode("/(?=a)/")))

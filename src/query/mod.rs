@@ -324,15 +324,58 @@ fn parse_regex(value: &str) -> Result<Condition, ApiError> {
         .size_limit(1 << 20)
         .build()
         .map_err(|_| invalid())?;
+    if has_class_set_syntax(pattern) {
+        return Err(invalid());
+    }
     Ok(Condition::Regex {
         pattern: pattern.to_owned(),
         flags,
     })
 }
 
+/// Whether a pattern uses character-class syntax that PostgreSQL reads
+/// otherwise than the `regex` crate does (set operations `&&`, `--`, `~~`
+/// and classes nested in classes): such a pattern is refused rather than
+/// matched differently from what its syntax promises.
+fn has_class_set_syntax(pattern: &str) -> bool {
+    use regex_syntax::ast::{self, Visitor};
+    struct Finder;
+    impl Visitor for Finder {
+        type Output = ();
+        type Err = ();
+        fn finish(self) -> Result<(), ()> {
+            Ok(())
+        }
+        fn visit_class_set_binary_op_pre(&mut self, _: &ast::ClassSetBinaryOp) -> Result<(), ()> {
+            Err(())
+        }
+        fn visit_class_set_item_pre(&mut self, item: &ast::ClassSetItem) -> Result<(), ()> {
+            match item {
+                ast::ClassSetItem::Bracketed(_) => Err(()),
+                _ => Ok(()),
+            }
+        }
+    }
+    match ast::parse::Parser::new().parse(pattern) {
+        Ok(parsed) => ast::visit(&parsed, Finder).is_err(),
+        Err(_) => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn class_set_operations_and_nested_classes_are_invalid_regex() {
+        for pattern in ["[a&&b]", "[a-z--c]", "[a~~b]", "[a[bc]]", "x[^[0-9]]"] {
+            let error = parse(&[("t.string.regex", pattern)]).unwrap_err();
+            assert_eq!(error.message, "Invalid regex", "{pattern}");
+        }
+        for pattern in ["[abc]", "[^a-z]", "[[:alpha:]]", r"[\w.-]+@", r"\d{3}"] {
+            assert!(parse(&[("t.string.regex", pattern)]).is_ok(), "{pattern}");
+        }
+    }
 
     fn parse(query: &[(&str, &str)]) -> Result<ListQuery, ApiError> {
         let params: Vec<(String, String)> = query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
