@@ -5,7 +5,7 @@ CARGO ?= cargo
 TEST_PG_DIR ?= /tmp/eds-test-pg-$(shell pwd | sha256sum | cut -c1-16)
 export EDS_TEST_PG_DIR := $(TEST_PG_DIR)
 
-.PHONY: run test deps build lint clean-test-cluster
+.PHONY: run test deps build lint bench clean-test-cluster
 
 deps:
 	@scripts/install-deps.sh
@@ -22,6 +22,13 @@ lint: deps
 
 test: lint
 	$(CARGO) test --lib --bins --tests; status=$$?; scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"; exit $$status
+
+# One benchmark, with the tools it drives: `make bench BENCH=query` (or
+# rights, thumbnails, counters); figures and options in the README.
+BENCH ?= query
+bench: deps
+	@scripts/install-bench-tools.sh
+	$(CARGO) bench --bench $(BENCH)
 
 clean-test-cluster:
 	scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"

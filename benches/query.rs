@@ -5,7 +5,8 @@
 //! processes, one with the answer cache (the default) and one computing every
 //! answer, and each query's plan is written with `EXPLAIN (ANALYZE, BUFFERS)`.
 //!
-//! `cargo bench --bench query` (needs `wrk`; `EDS_BENCH_ENTITIES` sets the
+//! `make bench BENCH=query` (installs `wrk` when missing, then runs `cargo
+//! bench --bench query`; `EDS_BENCH_ENTITIES` sets the
 //! number of books, 1,000,000 by default, `EDS_BENCH_SECONDS` each wrk run's
 //! length, 10 by default, `EDS_BENCH_ONLY` one query: equality, range, q,
 //! group or props). The loaded database is kept in a
