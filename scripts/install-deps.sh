@@ -33,15 +33,12 @@ if [ -z "$missing" ]; then
     fetch
 fi
 
-echo "installing:$missing" >&2
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -q
 # shellcheck disable=SC2086
-$sudo apt-get install -y -q --no-install-recommends $missing
+"$(dirname "$0")/apt-install.sh" $missing
 # Debian's package starts a system cluster; eds runs its own.
 if echo "$missing" | grep -q postgresql && command -v systemctl >/dev/null 2>&1; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo systemctl disable --now postgresql >/dev/null 2>&1 || true
 fi
 
