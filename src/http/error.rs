@@ -73,10 +73,8 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         let mut response = HttpResponse::build(self.status);
-        if matches!(
-            self.code,
-            "query_timeout" | "database_busy" | "thumbnails_busy" | "writes_busy"
-        ) {
+        // Every 503 of the API is a busy or slow moment, never a lasting state.
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
             response.insert_header(("Retry-After", "5"));
         }
         response.json(serde_json::json!({

@@ -315,6 +315,13 @@ impl TestApp {
     }
 }
 
+/// Checks a 503 answer: `Retry-After` and the JSON error body; answers the body.
+pub async fn assert_retry_later(response: reqwest::Response) -> Json {
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.headers()["retry-after"], "5");
+    response.json().await.expect("a JSON error body")
+}
+
 impl Drop for TestApp {
     fn drop(&mut self) {
         // The stop command is sent at once; its completion is not awaited
