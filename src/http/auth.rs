@@ -41,7 +41,7 @@ fn api_key_login(db: &str, value_id: &str) -> String {
         (status = 200, description = "The token and the databases it reaches", body = doc::TokenResponse, example = doc::token_example),
         (status = 400, description = "Malformed query string", body = doc::ErrorBody),
         (status = 401, description = "No key (`No key`), an unknown key (`Invalid API key`), or none of its databases match `db` (`No accessible accounts`)", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn authenticate(
@@ -91,7 +91,7 @@ pub async fn authenticate(
     responses(
         (status = 200, description = "A new token", body = doc::TokenResponse, example = doc::token_example),
         (status = 401, description = "`Invalid token`, `No accessible accounts`, `Token too old, re-authenticate` or `Session expired, re-authenticate`", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn refresh(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {

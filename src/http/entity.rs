@@ -40,7 +40,7 @@ use crate::write::{WriteOp, WriteOutcome};
         (status = 400, description = "`Invalid regex`, `Invalid ID`, or a malformed query string", body = doc::ErrorBody),
         (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
         (status = 404, description = "No such database", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn list(
@@ -138,7 +138,7 @@ async fn list_answer(
         (status = 200, description = "The entity as the caller may see it", body = doc::EntityRead, example = doc::entity_read_example),
         (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
         (status = 404, description = "No such database, or the entity is missing, deleted or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn read(
@@ -187,7 +187,7 @@ pub async fn visible_entity(
         (status = 403, description = "The token is for other databases only, or no `_expander` on `_parent`", body = doc::ErrorBody),
         (status = 404, description = "No such database", body = doc::ErrorBody),
         (status = 413, description = "The body is larger than `http.max_body_bytes`", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn create(
@@ -217,7 +217,7 @@ pub async fn create(
         (status = 403, description = "The caller sees the entity but lacks the right", body = doc::ErrorBody),
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = doc::ErrorBody),
         (status = 413, description = "The body is larger than `http.max_body_bytes`", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn add_values(
@@ -246,7 +246,7 @@ pub async fn add_values(
         (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
         (status = 403, description = "The caller is not an owner", body = doc::ErrorBody),
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn delete(
@@ -273,7 +273,7 @@ pub async fn delete(
         (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
         (status = 403, description = "The caller is not an editor", body = doc::ErrorBody),
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn aggregate(
@@ -325,7 +325,7 @@ const MAX_HISTORY_PAGE: usize = 1000;
         (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
         (status = 403, description = "The caller sees the entity only through its sharing", body = doc::ErrorBody),
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn history(

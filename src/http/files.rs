@@ -132,7 +132,7 @@ fn invalid_key(db: &str) -> ApiError {
         (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
         (status = 404, description = "The entity is missing or not visible, has no `photo`, or its file is missing from storage", body = doc::ErrorBody),
         (status = 413, description = "The source file is larger than 25 MB", body = doc::ErrorBody),
-        (status = 503, description = "Too many thumbnails are rendering (`thumbnails_busy`, with `Retry-After`), or a query timed out", body = doc::ErrorBody),
+        (status = 503, description = "Too many thumbnails are rendering (`thumbnails_busy`), a query timed out (`query_timeout`) or no database connection came free (`database_busy`); all with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn entity_thumbnail(
@@ -176,7 +176,7 @@ pub async fn entity_thumbnail(
         (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
         (status = 404, description = "The value is missing or not visible, or its file is missing from storage", body = doc::ErrorBody),
         (status = 413, description = "The source file is larger than 25 MB", body = doc::ErrorBody),
-        (status = 503, description = "Too many thumbnails are rendering (`thumbnails_busy`, with `Retry-After`), or a query timed out", body = doc::ErrorBody),
+        (status = 503, description = "Too many thumbnails are rendering (`thumbnails_busy`), a query timed out (`query_timeout`) or no database connection came free (`database_busy`); all with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn property_thumbnail(

@@ -36,7 +36,7 @@ pub struct ReadQuery {
          headers(("Location" = String, description = "The download URL, valid 60 seconds"))),
         (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
         (status = 404, description = "No such database, or the value is missing, deleted or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn read(
@@ -101,7 +101,7 @@ pub async fn visible_value(
         (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
         (status = 403, description = "Missing rights, or a value that cannot be deleted", body = doc::ErrorBody),
         (status = 404, description = "No such database, or the value is missing or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn delete(

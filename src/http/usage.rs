@@ -16,7 +16,7 @@ use super::{AppState, Caller};
         (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
         (status = 403, description = "The token is for other databases only", body = doc::ErrorBody),
         (status = 404, description = "No such database", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`, with `Retry-After`)", body = doc::ErrorBody),
+        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
 pub async fn read(state: web::Data<AppState>, caller: Caller, db: web::Path<String>) -> Result<HttpResponse, ApiError> {
