@@ -123,6 +123,52 @@ pub fn has_right(lists: &RightsLists, person: &str, needed: Right) -> bool {
     lists.right_of(person).is_some_and(|held| held >= needed)
 }
 
+/// Who may read one property of an entity, or the entity itself: the
+/// formula and search rules compare two of these ("may everyone who reads
+/// this also read that?").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Audience {
+    /// Callers without a token.
+    pub anonymous: bool,
+    /// Every person of the database but these (the entity's `_noaccess`);
+    /// `None` when persons read it only by a right of their own.
+    pub persons_except: Option<BTreeSet<String>>,
+    /// Persons reading it by a right of their own (effective viewers and up).
+    pub named: BTreeSet<String>,
+}
+
+impl Audience {
+    /// Who reads a property of an entity with this sharing and these
+    /// effective lists, given whether its public view shows the property
+    /// (`public`) and whether its domain view does (`domain`). Both are true
+    /// for what every view shows (the entity's id, `_type`, `_parent`).
+    pub fn of(sharing: Sharing, lists: &RightsLists, public: bool, domain: bool) -> Audience {
+        Audience {
+            anonymous: sharing == Sharing::Public && public,
+            persons_except: (sharing >= Sharing::Domain && domain).then(|| lists.noaccess.clone()),
+            named: lists.viewers.clone(),
+        }
+    }
+
+    /// Whether everyone in this audience is also in `wider`.
+    pub fn within(&self, wider: &Audience) -> bool {
+        if self.anonymous && !wider.anonymous {
+            return false;
+        }
+        if let Some(excepted) = &self.persons_except {
+            // every person but a few: only another "every person but" covers
+            // it, and only when it excepts no one this one lets in
+            match &wider.persons_except {
+                Some(wider_excepted) if wider_excepted.is_subset(excepted) => {}
+                _ => return false,
+            }
+        }
+        self.named.iter().all(|person| {
+            wider.named.contains(person) || wider.persons_except.as_ref().is_some_and(|ex| !ex.contains(person))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,5 +239,34 @@ mod tests {
         assert!(can_read(Sharing::Domain, &lists, Some("anyone")));
         assert!(!can_read(Sharing::Private, &lists, Some("anyone")));
         assert!(can_read(Sharing::Private, &lists, Some("o")));
+    }
+
+    fn audience(sharing: Sharing, viewers: &[&str], noaccess: &[&str], shown: bool) -> Audience {
+        let lists = RightsLists::effective(&own(viewers, &[], &[], noaccess), &[]);
+        Audience::of(sharing, &lists, shown, shown)
+    }
+
+    #[test]
+    fn an_audience_is_within_one_that_reads_everything_it_reads() {
+        let private = audience(Sharing::Private, &["a"], &[], true);
+        assert!(private.within(&audience(Sharing::Private, &["a", "b"], &[], true)));
+        assert!(private.within(&audience(Sharing::Domain, &["x"], &[], true)));
+        assert!(!private.within(&audience(Sharing::Private, &["b"], &[], true)));
+        assert!(!private.within(&audience(Sharing::Domain, &["x"], &["a"], true)));
+        // a property the target's shared views hide reaches only its viewers
+        assert!(!private.within(&audience(Sharing::Public, &["x"], &[], false)));
+    }
+
+    #[test]
+    fn a_shared_audience_is_within_only_an_equally_shared_one() {
+        let domain = audience(Sharing::Domain, &["a"], &["n"], true);
+        assert!(domain.within(&audience(Sharing::Domain, &[], &["n"], true)));
+        assert!(domain.within(&audience(Sharing::Public, &[], &[], true)));
+        assert!(!domain.within(&audience(Sharing::Private, &["a", "b", "c"], &[], true)));
+        assert!(!domain.within(&audience(Sharing::Domain, &[], &["m"], true)));
+        let public = audience(Sharing::Public, &[], &[], true);
+        assert!(public.within(&audience(Sharing::Public, &[], &[], true)));
+        assert!(!public.within(&audience(Sharing::Domain, &[], &[], true)));
+        assert!(!public.within(&audience(Sharing::Public, &[], &[], false)));
     }
 }

@@ -14,7 +14,7 @@ use tracing::{Instrument, Span};
 use crate::auth::api_key::{self, GeneratedKey};
 use crate::db::Pool;
 use crate::db::projection::{self, NewEntity, TypeCache, TypeInfo};
-use crate::db::values::{self, NewValue, ValueRow};
+use crate::db::values::{self, EntityRow, NewValue, ValueRow};
 use crate::http::error::ApiError;
 use crate::model::counter;
 use crate::model::definition::{SystemProperty, is_billing_property};
@@ -187,7 +187,7 @@ async fn apply_one(
         }
         WriteOp::DeleteEntity { entity_id } => {
             *learned = Learned::default();
-            delete_entity(conn, db, actor, now, &entity_id).await
+            delete_entity(conn, &mut learned.types, db, actor, now, &entity_id).await
         }
         WriteOp::Aggregate { entity_id } => aggregate(conn, &mut learned.types, db, actor, &entity_id).await,
     }
@@ -435,7 +435,7 @@ async fn lock_with_right(
     entity_id: &str,
     needed: Right,
     refusal: &'static str,
-) -> Result<(), ApiError> {
+) -> Result<EntityRow, ApiError> {
     let entity = values::live_entity(conn, db, entity_id, true)
         .await?
         .ok_or_else(ApiError::entity_not_found)?;
@@ -446,17 +446,18 @@ async fn lock_with_right(
     if !has_right(&lists, actor, needed) {
         return Err(ApiError::forbidden(refusal));
     }
-    Ok(())
+    Ok(entity)
 }
 
 async fn delete_entity(
     conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
     db: &str,
     actor: &str,
     now: DateTime<Utc>,
     entity_id: &str,
 ) -> Result<WriteOutcome, ApiError> {
-    lock_with_right(
+    let entity = lock_with_right(
         conn,
         db,
         actor,
@@ -472,6 +473,7 @@ async fn delete_entity(
         .collect();
     values::soft_delete_values(conn, db, &live, now, actor).await?;
     values::soft_delete_entity(conn, db, entity_id, now, actor).await?;
+    projection::project_deleted(conn, types, db, &entity).await?;
     Ok(WriteOutcome::Deleted)
 }
 

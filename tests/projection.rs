@@ -4,7 +4,7 @@
 mod common;
 
 use common::TestApp;
-use eds::db::projection::{Projection, TypeCache, context_for, effective_rights};
+use eds::db::projection::{TypeCache, rebuild};
 use eds::db::values;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -130,11 +130,9 @@ async fn maintained_projection_equals_a_rebuild_from_value_rows() {
             .unwrap()
             .unwrap();
         let rows = values::live_values(&mut conn, "demo", id).await.unwrap();
-        let context = context_for(&mut conn, &mut TypeCache::default(), "demo", &rows)
+        let (rebuilt, lists) = rebuild(&mut conn, &mut TypeCache::default(), "demo", id, &rows)
             .await
             .unwrap();
-        let rebuilt = Projection::from_values(id, &rows, &context);
-        let lists = effective_rights(&mut conn, "demo", &rebuilt).await.unwrap();
         assert_eq!(stored.doc, rebuilt.doc, "{id}");
         assert_eq!(stored.name, rebuilt.name);
         assert_eq!(stored.type_id, rebuilt.type_id);

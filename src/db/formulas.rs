@@ -1,6 +1,10 @@
 //! Formula values: computed in the projection from the entity's own values,
 //! its children, its referrers and the entities it references. They live only
 //! in the projection, never in the value rows or the history.
+//!
+//! A formula reads a value only where everyone who may read the formula's
+//! value may also read that value (docs/formulas.md, "Who sees what"):
+//! otherwise a formula would show what the rights rules hide.
 
 use std::collections::HashMap;
 
@@ -13,25 +17,61 @@ use crate::db::values::ValueRow;
 use crate::formula::{FieldRef, Formula, FormulaValue};
 use crate::model::PROPERTY_TYPE;
 use crate::model::definition::PropertyDefinition;
+use crate::rights::{Audience, RightsLists, Sharing};
 use crate::view;
 
+/// A related entity: its document and what decides who may read its values.
 #[derive(QueryableByName)]
 struct Related {
     #[diesel(sql_type = Text)]
     id: String,
     #[diesel(sql_type = Jsonb)]
     doc: Json,
+    #[diesel(sql_type = Text)]
+    sharing: String,
+    #[diesel(sql_type = Array<Text>)]
+    viewers: Vec<String>,
+    #[diesel(sql_type = Array<Text>)]
+    noaccess: Vec<String>,
+    #[diesel(sql_type = Array<Text>)]
+    public_props: Vec<String>,
+    #[diesel(sql_type = Array<Text>)]
+    domain_props: Vec<String>,
 }
+
+impl Related {
+    /// Who may read its values of `prop` (`_id`: the entity itself).
+    fn audience(&self, prop: &str) -> Audience {
+        let always = prop == "_id" || view::ALWAYS_SHOWN.contains(&prop);
+        let lists = RightsLists {
+            viewers: self.viewers.iter().cloned().collect(),
+            noaccess: self.noaccess.iter().cloned().collect(),
+            ..RightsLists::default()
+        };
+        Audience::of(
+            Sharing::parse(&self.sharing).unwrap_or(Sharing::Private),
+            &lists,
+            always || self.public_props.iter().any(|p| p == prop),
+            always || self.domain_props.iter().any(|p| p == prop),
+        )
+    }
+}
+
+/// The columns of [`Related`], of an entity row aliased `e`.
+const RELATED_COLUMNS: &str = "e.id, e.doc, e.sharing, e.viewers, e.noaccess, e.public_props, e.domain_props";
 
 /// The values of the entity's formula properties, by property name, as value
 /// objects (`{"number":..}`, `{"string":..}`, `{"boolean":..}`); a formula that
-/// gives no value is absent.
+/// gives no value is absent. `audience` answers who may read each of the
+/// entity's own properties: a formula reads only values that everyone
+/// reading its own value may read too.
 pub async fn evaluate(
     conn: &mut AsyncPgConnection,
     db: &str,
     id: &str,
     rows: &[ValueRow],
     definitions: &HashMap<String, PropertyDefinition>,
+    audience: &(dyn Fn(&str) -> Audience + Sync),
 ) -> diesel::QueryResult<Vec<(String, Vec<Json>)>> {
     let mut formulas: Vec<(&String, Formula)> = definitions
         .iter()
@@ -40,10 +80,12 @@ pub async fn evaluate(
     formulas.sort_by(|a, b| a.0.cmp(b.0));
     let mut results: Vec<(String, Vec<Json>)> = Vec::new();
     for (prop, formula) in formulas {
+        let readers = audience(prop);
         let mut inputs: HashMap<FieldRef, Vec<FormulaValue>> = HashMap::new();
         for reference in formula.references() {
             let values = match &reference {
                 FieldRef::Id => vec![FormulaValue::Text(id.to_owned())],
+                FieldRef::Own(own) if !readers.within(&audience(own)) => Vec::new(),
                 FieldRef::Own(own) => match results.iter().find(|(name, _)| name == own) {
                     Some((_, computed)) => computed.iter().filter_map(FormulaValue::from_value_json).collect(),
                     None => rows
@@ -55,29 +97,29 @@ pub async fn evaluate(
                 FieldRef::Child { entity_type, prop } => {
                     let related = related(
                         conn,
-                        "SELECT c.id, c.doc FROM entities c LEFT JOIN entities t ON t.db = c.db AND t.id = c.type_id \
-                         WHERE c.db = $1 AND c.parent_ids @> ARRAY[$2] AND c.deleted_at IS NULL \
-                         AND ($3::text IS NULL OR t.name = $3) ORDER BY c.id",
+                        "FROM entities e LEFT JOIN entities t ON t.db = e.db AND t.id = e.type_id \
+                         WHERE e.db = $1 AND e.parent_ids @> $2 AND e.deleted_at IS NULL \
+                         AND ($3::text IS NULL OR t.name = $3) ORDER BY e.id",
                         db,
                         vec![id.to_owned()],
                         entity_type.as_deref(),
                     )
                     .await?;
-                    values_of(&related, prop)
+                    values_of(&related, prop, &readers)
                 }
                 FieldRef::Referrer { entity_type, prop } => {
                     let related = related(
                         conn,
-                        "SELECT r.id, r.doc FROM entities r LEFT JOIN entities t ON t.db = r.db AND t.id = r.type_id \
-                         WHERE r.db = $1 AND r.deleted_at IS NULL AND ($3::text IS NULL OR t.name = $3) \
-                         AND r.id IN (SELECT v.entity_id FROM property_values v WHERE v.db = $1 \
-                         AND v.reference = ANY($2) AND v.deleted_at IS NULL AND v.prop NOT LIKE '\\_%') ORDER BY r.id",
+                        "FROM entities e LEFT JOIN entities t ON t.db = e.db AND t.id = e.type_id \
+                         WHERE e.db = $1 AND e.deleted_at IS NULL AND ($3::text IS NULL OR t.name = $3) \
+                         AND e.id IN (SELECT v.entity_id FROM property_values v WHERE v.db = $1 \
+                         AND v.reference = ANY($2) AND v.deleted_at IS NULL AND v.prop NOT LIKE '\\_%') ORDER BY e.id",
                         db,
                         vec![id.to_owned()],
                         entity_type.as_deref(),
                     )
                     .await?;
-                    values_of(&related, prop)
+                    values_of(&related, prop, &readers)
                 }
                 FieldRef::Reference { via, entity_type, prop } => {
                     let targets: Vec<String> = rows
@@ -87,7 +129,7 @@ pub async fn evaluate(
                         .collect();
                     let related = related(
                         conn,
-                        "SELECT e.id, e.doc FROM entities e LEFT JOIN entities t ON t.db = e.db AND t.id = e.type_id \
+                        "FROM entities e LEFT JOIN entities t ON t.db = e.db AND t.id = e.type_id \
                          WHERE e.db = $1 AND e.id = ANY($2) AND e.deleted_at IS NULL \
                          AND ($3::text IS NULL OR t.name = $3) ORDER BY e.id",
                         db,
@@ -95,7 +137,7 @@ pub async fn evaluate(
                         entity_type.as_deref(),
                     )
                     .await?;
-                    values_of(&related, prop)
+                    values_of(&related, prop, &readers)
                 }
             };
             inputs.insert(reference, values);
@@ -108,14 +150,16 @@ pub async fn evaluate(
     Ok(results)
 }
 
+/// The related entities a statement's `FROM ...` part finds (`e` the
+/// related entity; `$2` the ids, `$3` the type name or NULL).
 async fn related(
     conn: &mut AsyncPgConnection,
-    sql: &'static str,
+    from: &'static str,
     db: &str,
     ids: Vec<String>,
     entity_type: Option<&str>,
 ) -> diesel::QueryResult<Vec<Related>> {
-    diesel::sql_query(sql)
+    diesel::sql_query(format!("SELECT {RELATED_COLUMNS} {from}"))
         .bind::<Text, _>(db)
         .bind::<Array<Text>, _>(ids)
         .bind::<Nullable<Text>, _>(entity_type)
@@ -124,10 +168,13 @@ async fn related(
 }
 
 /// The values of `prop` (or the ids, for `_id`) of related entities, as their
-/// projections show them (credentials masked, formula results included).
-fn values_of(related: &[Related], prop: &str) -> Vec<FormulaValue> {
+/// projections show them (credentials masked, formula results included),
+/// from the entities where everyone in `readers` may read them: the others
+/// count as absent, so not even their number shows.
+fn values_of(related: &[Related], prop: &str, readers: &Audience) -> Vec<FormulaValue> {
     related
         .iter()
+        .filter(|entity| readers.within(&entity.audience(prop)))
         .flat_map(|entity| {
             if prop == "_id" {
                 return vec![FormulaValue::Text(entity.id.clone())];
@@ -155,28 +202,87 @@ struct Id {
     id: String,
 }
 
-/// Entities whose formulas may read entity `id`: its parents, the entities it
-/// references and those referencing it, where their type defines a formula.
+/// Entities whose formulas may read any of `ids`: their parents (`_child`),
+/// the entities they point at (`_referrer`) and those pointing at them
+/// (`ref.*.prop`, `_parent.*.prop`), where their type defines a formula.
+/// `near` adds what the first two find for an entity whose value rows are
+/// not written yet.
 pub async fn dependents(
     conn: &mut AsyncPgConnection,
     db: &str,
-    id: &str,
+    ids: &[String],
     near: Vec<String>,
 ) -> diesel::QueryResult<Vec<String>> {
     let types = formula_types(conn, db).await?;
-    if types.is_empty() {
+    if types.is_empty() || (ids.is_empty() && near.is_empty()) {
         return Ok(Vec::new());
     }
     // The candidates come first and are few; their types are checked after.
     let found: Vec<Id> = diesel::sql_query(
         "SELECT e.id FROM entities e WHERE e.db = $1 AND e.deleted_at IS NULL AND e.type_id = ANY($4) \
-         AND e.id IN (SELECT unnest($2::text[]) UNION ALL SELECT v.entity_id FROM property_values v \
-              WHERE v.db = $1 AND v.reference = $3 AND v.deleted_at IS NULL AND v.reference IS NOT NULL \
-              AND v.prop NOT LIKE '\\_%')",
+         AND e.id IN (SELECT unnest($2::text[]) \
+              UNION ALL SELECT unnest(x.parent_ids) FROM entities x WHERE x.db = $1 AND x.id = ANY($3) \
+              UNION ALL SELECT v.reference FROM property_values v WHERE v.db = $1 AND v.entity_id = ANY($3) \
+                  AND v.deleted_at IS NULL AND v.reference IS NOT NULL AND v.prop NOT LIKE '\\_%' \
+              UNION ALL SELECT v.entity_id FROM property_values v WHERE v.db = $1 AND v.reference = ANY($3) \
+                  AND v.deleted_at IS NULL AND v.reference IS NOT NULL \
+                  AND (v.prop NOT LIKE '\\_%' OR v.prop = '_parent'))",
     )
     .bind::<Text, _>(db)
     .bind::<Array<Text>, _>(near)
-    .bind::<Text, _>(id)
+    .bind::<Array<Text>, _>(ids)
+    .bind::<Array<Text>, _>(types)
+    .load(conn)
+    .await?;
+    let mut found: Vec<String> = found.into_iter().map(|row| row.id).collect();
+    found.sort_unstable();
+    found.dedup();
+    Ok(found)
+}
+
+/// Removes the formula values of `ids` and of what reads them in turn, at
+/// once: what they read has become readable by fewer (or their own readers
+/// more), so a value computed before may now show what it must not. The
+/// formula queue computes them again. Answers every entity stripped.
+pub async fn strip(conn: &mut AsyncPgConnection, db: &str, ids: Vec<String>) -> diesel::QueryResult<Vec<String>> {
+    let mut stripped: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    let mut next = dependents(conn, db, &ids, Vec::new()).await?;
+    while !next.is_empty() {
+        diesel::sql_query(
+            "UPDATE entities e SET doc = e.doc - ARRAY(SELECT d.name FROM entities d \
+                 WHERE d.db = e.db AND d.parent_ids @> ARRAY[e.type_id] AND d.deleted_at IS NULL \
+                 AND d.name IS NOT NULL AND d.doc ? 'formula') \
+             WHERE e.db = $1 AND e.id = ANY($2)",
+        )
+        .bind::<Text, _>(db)
+        .bind::<Array<Text>, _>(&next)
+        .execute(conn)
+        .await?;
+        let fresh: Vec<String> = next.into_iter().filter(|id| stripped.insert(id.clone())).collect();
+        next = if fresh.is_empty() {
+            Vec::new()
+        } else {
+            dependents(conn, db, &fresh, Vec::new())
+                .await?
+                .into_iter()
+                .filter(|id| !stripped.contains(id))
+                .collect()
+        };
+    }
+    Ok(stripped.into_iter().collect())
+}
+
+/// Those of `ids` whose type defines a formula.
+pub async fn with_formulas(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> diesel::QueryResult<Vec<String>> {
+    let types = formula_types(conn, db).await?;
+    if types.is_empty() || ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let found: Vec<Id> = diesel::sql_query(
+        "SELECT id FROM entities WHERE db = $1 AND id = ANY($2) AND type_id = ANY($3) AND deleted_at IS NULL",
+    )
+    .bind::<Text, _>(db)
+    .bind::<Array<Text>, _>(ids)
     .bind::<Array<Text>, _>(types)
     .load(conn)
     .await?;

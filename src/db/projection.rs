@@ -15,7 +15,7 @@ use crate::db::values::{self, EntityRow, ValueRow};
 use crate::db::{formula_queue, formulas};
 use crate::model::definition::PropertyDefinition;
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
-use crate::rights::{RightsLists, Sharing};
+use crate::rights::{Audience, RightsLists, Sharing};
 use crate::view;
 
 /// What the projection needs besides the entity's own values.
@@ -27,8 +27,9 @@ pub struct ProjectionContext {
     pub type_sharing: Option<Sharing>,
     /// The entity type's name (`property` marks a definition).
     pub type_name: Option<String>,
-    /// Names of referenced entities, for searchable references.
-    pub names: HashMap<String, String>,
+    /// Entities referenced by searchable properties: their names, and who
+    /// may read those names.
+    pub targets: HashMap<String, (String, Audience)>,
 }
 
 /// What an entity's live values say about it, before rights inheritance.
@@ -103,47 +104,97 @@ impl Projection {
                 _ => {}
             }
         }
-        let type_sharing = context.type_sharing.unwrap_or(Sharing::Private);
+        projection.doc = Json::Object(doc);
+        projection.share_props(context);
+        projection
+    }
+
+    /// How widely property `prop` may show: its definition's `_sharing`
+    /// capped by the type's; `_type`, `_parent` and `_sharing` everywhere;
+    /// a property without a definition only to viewers.
+    fn prop_sharing(context: &ProjectionContext, prop: &str) -> Sharing {
+        if view::ALWAYS_SHOWN.contains(&prop) {
+            return Sharing::Public;
+        }
+        match context.definitions.get(prop) {
+            Some(definition) => definition.sharing.min(context.type_sharing.unwrap_or(Sharing::Private)),
+            None => Sharing::Private,
+        }
+    }
+
+    /// The properties of the document the public and domain views show.
+    pub fn share_props(&mut self, context: &ProjectionContext) {
+        self.public_props.clear();
+        self.domain_props.clear();
+        let Some(doc) = self.doc.as_object() else { return };
         for prop in doc.keys().filter(|prop| !prop.starts_with('_')) {
-            let Some(definition) = context.definitions.get(prop) else {
-                continue;
-            };
-            let sharing = definition.sharing.min(type_sharing);
+            let sharing = Projection::prop_sharing(context, prop);
             if sharing >= Sharing::Domain {
-                projection.domain_props.push(prop.clone());
+                self.domain_props.push(prop.clone());
             }
             if sharing == Sharing::Public {
-                projection.public_props.push(prop.clone());
+                self.public_props.push(prop.clone());
             }
         }
+    }
+
+    /// Who may read property `prop` of this entity, given its effective lists.
+    pub fn audience(&self, context: &ProjectionContext, lists: &RightsLists, prop: &str) -> Audience {
+        let sharing = Projection::prop_sharing(context, prop);
+        Audience::of(
+            self.sharing,
+            lists,
+            sharing == Sharing::Public,
+            sharing >= Sharing::Domain,
+        )
+    }
+
+    /// The search text of each view: the searchable values that view shows,
+    /// and a referenced entity's name only where everyone reading that view
+    /// may read the name (the formula rule, docs/formulas.md).
+    pub fn index_search(&mut self, rows: &[ValueRow], context: &ProjectionContext, lists: &RightsLists) {
+        let private = Audience {
+            named: lists.viewers.clone(),
+            ..Audience::default()
+        };
+        let domain = Audience::of(self.sharing, lists, false, true);
+        let public = Audience {
+            anonymous: true,
+            ..Audience::default()
+        };
         for row in rows {
             if !context.definitions.get(&row.prop).is_some_and(|d| d.search) {
                 continue;
             }
-            let Some(text) = search_text(row, &context.names) else {
-                continue;
+            let (text, readers) = match &row.reference {
+                Some(target) => match context.targets.get(target) {
+                    Some((name, readers)) => (name.clone(), Some(readers)),
+                    None => continue,
+                },
+                None => match search_text(row) {
+                    Some(text) => (text, None),
+                    None => continue,
+                },
             };
-            append_words(&mut projection.search_private, &text);
-            if projection.domain_props.contains(&row.prop) {
-                append_words(&mut projection.search_domain, &text);
+            let readable = |view: &Audience| readers.is_none_or(|readers| view.within(readers));
+            if readable(&private) {
+                append_words(&mut self.search_private, &text);
             }
-            if projection.public_props.contains(&row.prop) {
-                append_words(&mut projection.search_public, &text);
+            if self.domain_props.contains(&row.prop) && readable(&domain) {
+                append_words(&mut self.search_domain, &text);
+            }
+            if self.public_props.contains(&row.prop) && readable(&public) {
+                append_words(&mut self.search_public, &text);
             }
         }
-        projection.doc = Json::Object(doc);
-        projection
     }
 }
 
-/// The searchable text of one value: strings, numbers, dates, file names and
-/// the names of referenced entities.
-fn search_text(row: &ValueRow, names: &HashMap<String, String>) -> Option<String> {
+/// The searchable text of one value other than a reference: strings,
+/// numbers, dates and file names.
+fn search_text(row: &ValueRow) -> Option<String> {
     if let Some(text) = &row.string {
         return Some(text.clone());
-    }
-    if let Some(target) = &row.reference {
-        return names.get(target).cloned();
     }
     if let Some(number) = row.number {
         return Some(view::number_json(number).to_string());
@@ -164,10 +215,12 @@ fn append_words(index: &mut String, text: &str) {
 }
 
 /// Re-projects entity `id` and what must follow it at once: inheriting
-/// descendants when its effective rights change, referrers when its name
-/// changes (their search text holds it), and the entities of a type when one
-/// of its property definitions or its own sharing changes. Entities whose
-/// formulas read a changed entity are queued (`formula_queue`).
+/// descendants when its effective rights change, referrers when its name or
+/// who may read it changes (their search text holds its name), and the
+/// entities of a type when one of its property definitions or its own
+/// sharing changes. Entities whose formulas read a changed entity are queued
+/// (`formula_queue`); where who may read it changed, their formula values
+/// are removed at once, so a narrowing never lags (see [`formulas::strip`]).
 /// Answers how many entities it queued.
 pub async fn project(conn: &mut AsyncPgConnection, types: &mut TypeCache, db: &str, id: &str) -> QueryResult<usize> {
     project_from(conn, types, db, id, None, 0).await
@@ -208,37 +261,107 @@ pub async fn project_after(
     project_from(conn, types, db, id, None, hops).await
 }
 
+/// Brings up to date what depended on entity `id`, just soft-deleted (its
+/// row read before as `previous`): inheriting children lose its rights,
+/// referrers its name, a type's entities the definition or the type, and
+/// formulas reading it their values.
+pub async fn project_deleted(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    previous: &EntityRow,
+) -> QueryResult<usize> {
+    let kind = match &previous.type_id {
+        Some(type_id) => types.get(conn, db, type_id).await?.name.clone(),
+        None => None,
+    };
+    let types_to_reproject = match kind.as_deref() {
+        Some(PROPERTY_TYPE) => previous.parent_ids.clone(),
+        Some(ENTITY_TYPE) => vec![previous.id.clone()],
+        _ => Vec::new(),
+    };
+    types.clear();
+    let mut near = previous.parent_ids.clone();
+    near.extend(references_in(&previous.doc));
+    let changes = Changes {
+        dependents: formulas::dependents(conn, db, std::slice::from_ref(&previous.id), near).await?,
+        rights: true,
+        name: true,
+        narrowed: true,
+        types_to_reproject,
+    };
+    follow(conn, types, db, &previous.id, changes, 0).await
+}
+
+/// The entities a document's own (not system) reference values point at.
+fn references_in(doc: &Json) -> Vec<String> {
+    let Some(properties) = doc.as_object() else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .filter(|(prop, _)| !prop.starts_with('_'))
+        .filter_map(|(_, values)| values.as_array())
+        .flatten()
+        .filter_map(|value| value.get("reference").and_then(Json::as_str))
+        .map(str::to_owned)
+        .collect()
+}
+
 async fn project_from(
     conn: &mut AsyncPgConnection,
     types: &mut TypeCache,
     db: &str,
     id: &str,
-    mut new_entity: Option<NewEntity>,
+    new_entity: Option<NewEntity>,
     hops: i32,
 ) -> QueryResult<usize> {
-    let mut pending = vec![id.to_owned()];
-    let mut done = HashSet::new();
+    let changes = project_one(conn, types, db, id, new_entity).await?;
+    follow(conn, types, db, id, changes, hops).await
+}
+
+/// Re-projects what must follow the `changes` of entity `id`, and what must
+/// follow those in turn; queues and strips formulas reading them.
+async fn follow(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    id: &str,
+    changes: Changes,
+    hops: i32,
+) -> QueryResult<usize> {
+    let mut pending: Vec<String> = Vec::new();
+    let mut done = HashSet::from([id.to_owned()]);
     let mut queued = BTreeSet::new();
-    while let Some(next) = pending.pop() {
-        if !done.insert(next.clone()) {
-            continue; // a cycle of parents or references
-        }
-        let changes = project_one(conn, types, db, &next, new_entity.take()).await?;
+    // entities fewer may read: formulas reading them are stripped at once
+    let mut readers_changed = Vec::new();
+    let mut next = Some((id.to_owned(), changes));
+    loop {
+        let (current, changes) = match next.take() {
+            Some(first) => first,
+            None => {
+                let Some(current) = pending.pop() else { break };
+                if !done.insert(current.clone()) {
+                    continue; // a cycle of parents or references
+                }
+                let changes = project_one(conn, types, db, &current, None).await?;
+                (current, changes)
+            }
+        };
         if changes.rights {
-            cascade_rights(conn, db, vec![next.clone()]).await?;
+            let heirs = cascade_rights(conn, db, vec![current.clone()]).await?;
+            // an heir's own search text and formulas depend on its readers,
+            // its referrers' search text on who may read its name
+            pending.extend(readers_dependent(conn, db, &heirs).await?);
+            pending.extend(referrers(conn, db, &heirs).await?);
+            readers_changed.extend(heirs);
         }
         queued.extend(changes.dependents);
+        if changes.narrowed {
+            readers_changed.push(current.clone());
+        }
         if changes.name {
-            let referrers: Vec<String> = property_values::table
-                .filter(property_values::db.eq(db))
-                .filter(property_values::reference.eq(&next))
-                .filter(property_values::deleted_at.is_null())
-                .filter(property_values::prop.not_like("\\_%"))
-                .select(property_values::entity_id)
-                .distinct()
-                .load(conn)
-                .await?;
-            pending.extend(referrers.into_iter().filter(|referrer| !done.contains(referrer)));
+            pending.extend(referrers(conn, db, std::slice::from_ref(&current)).await?);
         }
         for type_id in changes.types_to_reproject {
             let members: Vec<String> = entities::table
@@ -248,12 +371,51 @@ async fn project_from(
                 .select(entities::id)
                 .load(conn)
                 .await?;
-            pending.extend(members.into_iter().filter(|member| !done.contains(member)));
+            pending.extend(members);
         }
+        pending.retain(|entity| !done.contains(entity));
+    }
+    if !readers_changed.is_empty() {
+        queued.extend(formulas::strip(conn, db, readers_changed).await?);
     }
     let queued: Vec<String> = queued.into_iter().collect();
     formula_queue::enqueue(conn, db, &queued, hops + 1).await?;
     Ok(queued.len())
+}
+
+/// Live entities pointing at any of `ids` through their own (not system)
+/// reference properties: their search text may hold those entities' names.
+async fn referrers(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<String>> {
+    property_values::table
+        .filter(property_values::db.eq(db))
+        .filter(property_values::reference.eq_any(ids))
+        .filter(property_values::deleted_at.is_null())
+        .filter(property_values::prop.not_like("\\_%"))
+        .select(property_values::entity_id)
+        .distinct()
+        .load(conn)
+        .await
+}
+
+/// Those of `ids` whose projection depends on who may read them: they hold
+/// references (whose names their search text may carry) or their type
+/// defines formulas.
+async fn readers_dependent(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<String>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut found: Vec<String> = property_values::table
+        .filter(property_values::db.eq(db))
+        .filter(property_values::entity_id.eq_any(ids))
+        .filter(property_values::deleted_at.is_null())
+        .filter(property_values::reference.is_not_null())
+        .filter(property_values::prop.not_like("\\_%"))
+        .select(property_values::entity_id)
+        .distinct()
+        .load(conn)
+        .await?;
+    found.extend(formulas::with_formulas(conn, db, ids).await?);
+    Ok(found)
 }
 
 /// An inheriting entity's id, parents and current effective lists.
@@ -270,9 +432,11 @@ type HeirRow = (
 /// Re-computes the effective rights of every live descendant that inherits
 /// from `changed` (entities whose effective rights just changed), a level at
 /// a time with a handful of set-based queries per level: only the rights
-/// columns depend on a parent, so nothing else is rebuilt.
-async fn cascade_rights(conn: &mut AsyncPgConnection, db: &str, mut changed: Vec<String>) -> QueryResult<()> {
+/// columns depend on a parent, so nothing else is rebuilt here. Answers the
+/// descendants whose lists changed.
+async fn cascade_rights(conn: &mut AsyncPgConnection, db: &str, mut changed: Vec<String>) -> QueryResult<Vec<String>> {
     let mut visited: HashSet<String> = changed.iter().cloned().collect();
+    let mut heirs_changed = Vec::new();
     while !changed.is_empty() {
         // Children found through their `_parent` values (a btree probe per
         // changed entity): a GIN overlap with thousands of keys is far slower.
@@ -379,17 +543,22 @@ async fn cascade_rights(conn: &mut AsyncPgConnection, db: &str, mut changed: Vec
             .execute(conn)
             .await?;
         }
+        heirs_changed.extend(next.iter().cloned());
         changed = next;
     }
-    Ok(())
+    Ok(heirs_changed)
 }
 
 /// What changed in one re-projection that others depend on.
 struct Changes {
     /// Entities whose formulas read this one.
     dependents: Vec<String>,
+    /// Its effective rights lists.
     rights: bool,
+    /// Its name, or who may read it.
     name: bool,
+    /// Fewer may read it, or some of its properties.
+    narrowed: bool,
     types_to_reproject: Vec<String>,
 }
 
@@ -410,11 +579,7 @@ async fn project_one(
             values::live_entity(conn, db, id, false).await?,
         ),
     };
-    let context = context_for(conn, types, db, &rows).await?;
-    let mut projection = Projection::from_values(id, &rows, &context);
-    let computed = formulas::evaluate(conn, db, id, &rows, &context.definitions).await?;
-    formulas::apply(&mut projection.doc, computed);
-    let lists = effective_rights(conn, db, &projection).await?;
+    let (projection, lists) = rebuild(conn, types, db, id, &rows).await?;
     let array = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>();
     let columns = (
         (
@@ -466,7 +631,11 @@ async fn project_one(
     };
     let mut types_to_reproject = Vec::new();
     let doc_changed = previous.as_ref().is_none_or(|row| row.doc != projection.doc);
-    if doc_changed && context.type_name.as_deref() == Some(PROPERTY_TYPE) {
+    let is_definition = match &projection.type_id {
+        Some(type_id) => types.get(conn, db, type_id).await?.name.as_deref() == Some(PROPERTY_TYPE),
+        None => false,
+    };
+    if doc_changed && is_definition {
         // a definition: its types' entities show and index values by it
         let mut parents = projection.parent_ids.clone();
         if let Some(row) = &previous {
@@ -483,19 +652,49 @@ async fn project_one(
             .filter(|row| !row.prop.starts_with('_'))
             .filter_map(|row| row.reference.clone()),
     );
+    let rights = previous.as_ref().map(EntityRow::lists) != Some(lists.clone());
+    let name = previous.as_ref().is_some_and(|row| {
+        row.name != projection.name
+            || name_audience(row.sharing(), &row.lists(), &row.public_props, &row.domain_props)
+                != name_audience(
+                    projection.sharing,
+                    &lists,
+                    &projection.public_props,
+                    &projection.domain_props,
+                )
+    });
+    let narrowed = previous.as_ref().is_some_and(|row| narrows(row, &projection, &lists));
     // a new entity has no referrers: only what it names can depend on it
     let dependents = if doc_changed && !(is_new && near.is_empty()) {
-        formulas::dependents(conn, db, id, near).await?
+        formulas::dependents(conn, db, &[id.to_owned()], near).await?
     } else {
         Vec::new()
     };
     Ok(Changes {
         dependents,
         // nothing inherits from a new entity yet
-        rights: !is_new && previous.as_ref().map(EntityRow::lists) != Some(lists),
-        name: previous.is_some_and(|row| row.name != projection.name),
+        rights: !is_new && rights,
+        name,
+        narrowed,
         types_to_reproject,
     })
+}
+
+/// Who may read an entity's name.
+fn name_audience(sharing: Sharing, lists: &RightsLists, public_props: &[String], domain_props: &[String]) -> Audience {
+    let shows = |props: &[String]| props.iter().any(|prop| prop == "name");
+    Audience::of(sharing, lists, shows(public_props), shows(domain_props))
+}
+
+/// Whether the new projection lets fewer read the entity, or some of its
+/// properties, than its stored row did.
+fn narrows(before: &EntityRow, after: &Projection, lists: &RightsLists) -> bool {
+    let kept = |old: &[String], new: &[String]| old.iter().all(|item| new.contains(item));
+    after.sharing < before.sharing()
+        || !before.viewers.iter().all(|person| lists.viewers.contains(person))
+        || !lists.noaccess.iter().all(|person| before.noaccess.contains(person))
+        || !kept(&before.public_props, &after.public_props)
+        || !kept(&before.domain_props, &after.domain_props)
 }
 
 /// What the projection and validation need to know about one entity type.
@@ -565,7 +764,7 @@ impl TypeCache {
 }
 
 /// Loads the definitions, type sharing and referenced names an entity's projection needs.
-pub async fn context_for(
+async fn context_for(
     conn: &mut AsyncPgConnection,
     types: &mut TypeCache,
     db: &str,
@@ -584,29 +783,52 @@ pub async fn context_for(
         .filter(|row| info.definitions.get(&row.prop).is_some_and(|d| d.search))
         .filter_map(|row| row.reference.clone())
         .collect();
-    let names = if searchable_targets.is_empty() {
+    let targets = if searchable_targets.is_empty() {
         HashMap::new()
     } else {
-        values::names_and_types(conn, db, &searchable_targets)
+        values::targets(conn, db, &searchable_targets)
             .await?
             .into_iter()
-            .filter_map(|(id, name, _)| Some((id, name?)))
+            .filter_map(|target| {
+                let readers = target.name_audience();
+                Some((target.id, (target.name?, readers)))
+            })
             .collect()
     };
     Ok(ProjectionContext {
         definitions: info.definitions.clone(),
         type_sharing: info.sharing,
         type_name: info.name.clone(),
-        names,
+        targets,
     })
 }
 
-/// The entity's own lists, plus its parents' effective lists when it inherits.
-pub async fn effective_rights(
+/// The projection of an entity with live values `rows`, formulas included,
+/// and its effective rights lists: what a write stores, and what a check
+/// that the stored projection is current compares with.
+pub async fn rebuild(
     conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
     db: &str,
-    projection: &Projection,
-) -> QueryResult<RightsLists> {
+    id: &str,
+    rows: &[ValueRow],
+) -> QueryResult<(Projection, RightsLists)> {
+    let context = context_for(conn, types, db, rows).await?;
+    let mut projection = Projection::from_values(id, rows, &context);
+    let lists = effective_rights(conn, db, &projection).await?;
+    projection.index_search(rows, &context, &lists);
+    let computed = {
+        let audience = |prop: &str| projection.audience(&context, &lists, prop);
+        formulas::evaluate(conn, db, id, rows, &context.definitions, &audience).await?
+    };
+    formulas::apply(&mut projection.doc, computed);
+    // formula values show in the views their definitions allow
+    projection.share_props(&context);
+    Ok((projection, lists))
+}
+
+/// The entity's own lists, plus its parents' effective lists when it inherits.
+async fn effective_rights(conn: &mut AsyncPgConnection, db: &str, projection: &Projection) -> QueryResult<RightsLists> {
     let mut inherited = Vec::new();
     if projection.inherit_rights && !projection.parent_ids.is_empty() {
         let parents: Vec<EntityRow> = entities::table

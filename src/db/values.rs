@@ -5,7 +5,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::schema::{entities, property_values};
-use crate::rights::{RightsLists, Sharing};
+use crate::rights::{Audience, RightsLists, Sharing, ViewLevel};
 
 /// One stored value, without its credential columns.
 #[derive(Debug, Clone, Queryable, Selectable)]
@@ -224,6 +224,85 @@ pub async fn names_and_types(
         ))
         .load(conn)
         .await
+}
+
+/// What a reference may show of the entity it points at: its name and its
+/// type's name, and what decides who may read them.
+#[derive(Debug, Clone, QueryableByName)]
+pub struct Target {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub id: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    pub name: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    pub type_name: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    sharing: String,
+    #[diesel(sql_type = diesel::sql_types::Array<diesel::sql_types::Text>)]
+    viewers: Vec<String>,
+    #[diesel(sql_type = diesel::sql_types::Array<diesel::sql_types::Text>)]
+    noaccess: Vec<String>,
+    #[diesel(sql_type = diesel::sql_types::Array<diesel::sql_types::Text>)]
+    public_props: Vec<String>,
+    #[diesel(sql_type = diesel::sql_types::Array<diesel::sql_types::Text>)]
+    domain_props: Vec<String>,
+}
+
+impl Target {
+    fn sharing(&self) -> Sharing {
+        Sharing::parse(&self.sharing).unwrap_or(Sharing::Private)
+    }
+
+    fn lists(&self) -> RightsLists {
+        RightsLists {
+            viewers: self.viewers.iter().cloned().collect(),
+            noaccess: self.noaccess.iter().cloned().collect(),
+            ..RightsLists::default()
+        }
+    }
+
+    fn shows_name(&self, level: ViewLevel) -> bool {
+        match level {
+            ViewLevel::Full => true,
+            ViewLevel::Domain => self.domain_props.iter().any(|prop| prop == "name"),
+            ViewLevel::Public => self.public_props.iter().any(|prop| prop == "name"),
+        }
+    }
+
+    /// The name as `person`'s own view of the entity shows it: none when
+    /// that view hides the entity or its `name`.
+    pub fn name_for(&self, person: Option<&str>) -> Option<&str> {
+        let level = crate::rights::view_level(self.sharing(), &self.lists(), person)?;
+        self.shows_name(level).then_some(self.name.as_deref()).flatten()
+    }
+
+    /// Whether `person` may read the entity at all.
+    pub fn readable_by(&self, person: Option<&str>) -> bool {
+        crate::rights::can_read(self.sharing(), &self.lists(), person)
+    }
+
+    /// Who may read the entity's name.
+    pub fn name_audience(&self) -> Audience {
+        Audience::of(
+            self.sharing(),
+            &self.lists(),
+            self.shows_name(ViewLevel::Public),
+            self.shows_name(ViewLevel::Domain),
+        )
+    }
+}
+
+/// The live entities among `ids`, as references to them see them.
+pub async fn targets(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<Target>> {
+    diesel::sql_query(
+        "SELECT e.id, e.name, t.name AS type_name, e.sharing, e.viewers, e.noaccess, e.public_props, \
+         e.domain_props FROM entities e LEFT JOIN entities t ON t.db = e.db AND t.id = e.type_id \
+         WHERE e.db = $1 AND e.id = ANY($2) AND e.deleted_at IS NULL",
+    )
+    .bind::<diesel::sql_types::Text, _>(db)
+    .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(ids)
+    .load(conn)
+    .await
 }
 
 /// Property definitions of an entity type: `(name, projection)` of every live

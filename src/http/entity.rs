@@ -95,7 +95,7 @@ async fn list_answer(
     let answer = match sql::run(conn, db, person, query).await? {
         ListResult::Page { entities, count } => {
             let mut docs: Vec<Json> = entities.into_iter().filter_map(visible).collect();
-            view::resolve_references(conn, db, &mut docs).await?;
+            view::resolve_references(conn, db, person, &mut docs).await?;
             json!({
                 "entities": docs,
                 "count": count,
@@ -117,7 +117,7 @@ async fn list_answer(
                 }
                 rows.push(doc);
             }
-            view::resolve_references(conn, db, &mut rows).await?;
+            view::resolve_references(conn, db, person, &mut rows).await?;
             json!({
                 "entities": rows,
                 "count": rows.len(),
@@ -149,8 +149,9 @@ pub async fn read(
     let (db, id) = path.into_inner();
     state.require_database(&db).await?;
     let mut conn = state.pool.get().await?;
-    let mut docs = [visible_entity(&mut conn, &db, &id, caller.person_in(&db)).await?];
-    view::resolve_references(&mut conn, &db, &mut docs).await?;
+    let person = caller.person_in(&db);
+    let mut docs = [visible_entity(&mut conn, &db, &id, person).await?];
+    view::resolve_references(&mut conn, &db, person, &mut docs).await?;
     let [doc] = docs;
     Ok(HttpResponse::Ok().json(json!({ "entity": doc })))
 }

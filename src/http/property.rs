@@ -48,10 +48,11 @@ pub async fn read(
     let (db, id) = path.into_inner();
     state.require_database(&db).await?;
     let mut conn = state.pool.get().await?;
-    let value = visible_value(&mut conn, &db, &id, caller.person_in(&db)).await?;
+    let person = caller.person_in(&db);
+    let value = visible_value(&mut conn, &db, &id, person).await?;
     // References resolve inside an entity document; wrap the value in one.
     let mut docs = [json!({ value.prop.clone(): [view::property_json(&value)] })];
-    view::resolve_references(&mut conn, &db, &mut docs).await?;
+    view::resolve_references(&mut conn, &db, person, &mut docs).await?;
     let [mut doc] = docs;
     let mut resolved = doc[&value.prop][0].take();
     if let Some(url) = state.files.download_url(&db, &value).await? {

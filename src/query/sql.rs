@@ -542,6 +542,11 @@ fn filter_clause(
             sql.push(" AND v.reference IS NOT NULL AND v.reference IN (SELECT r.id FROM entities r WHERE r.db = ")
                 .bind(Bind::Text(db.to_owned()))
                 .push(" AND r.deleted_at IS NULL");
+            // type names are schema (rule 15); any other name matches only
+            // as the caller's own view of the referenced entity shows it
+            if prop != "_type" {
+                name_shown(sql, person);
+            }
             tests(sql, "r.name");
             sql.push(")");
         }
@@ -549,6 +554,20 @@ fn filter_clause(
         tests(sql, &format!("v.{}", column(field)));
     }
     sql.push("))");
+}
+
+/// ` AND ...`: the caller's view of referenced entity `r` shows its name.
+fn name_shown(sql: &mut Sql, person: Option<&str>) {
+    match person {
+        None => _ = sql.push(" AND r.sharing = 'public' AND 'name' = ANY (r.public_props)"),
+        Some(person) => {
+            sql.push(" AND NOT (")
+                .bind(Bind::Text(person.to_owned()))
+                .push(" = ANY (r.noaccess)) AND (")
+                .bind(Bind::Text(person.to_owned()))
+                .push(" = ANY (r.viewers) OR (r.sharing <> 'private' AND 'name' = ANY (r.domain_props)))");
+        }
+    }
 }
 
 fn value_test(sql: &mut Sql, column: &str, condition: &Condition) {

@@ -8,7 +8,7 @@ use diesel::QueryResult;
 use diesel_async::AsyncPgConnection;
 use serde_json::{Map, Value as Json, json};
 
-use crate::db::values::{self, EntityRow, ValueRow};
+use crate::db::values::{self, EntityRow, Target, ValueRow};
 use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
 use crate::rights::ViewLevel;
 
@@ -105,8 +105,16 @@ pub fn property_json(row: &ValueRow) -> Json {
 
 /// Adds `string` (the target's name), `entity_type` (the target's type name)
 /// and `property_type` (the property name) to every reference value of the
-/// given entity documents.
-pub async fn resolve_references(conn: &mut AsyncPgConnection, db: &str, docs: &mut [Json]) -> QueryResult<()> {
+/// given entity documents, as `person`'s own view of each target shows
+/// them: nothing of a target the caller cannot read, no name its view hides.
+/// An entity's `_type` always names its type: type names are schema, and
+/// `_type.string` filters by them.
+pub async fn resolve_references(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    person: Option<&str>,
+    docs: &mut [Json],
+) -> QueryResult<()> {
     let targets: BTreeSet<String> = docs
         .iter()
         .filter_map(Json::as_object)
@@ -120,10 +128,10 @@ pub async fn resolve_references(conn: &mut AsyncPgConnection, db: &str, docs: &m
         return Ok(());
     }
     let targets: Vec<String> = targets.into_iter().collect();
-    let found: HashMap<String, (Option<String>, Option<String>)> = values::names_and_types(conn, db, &targets)
+    let found: HashMap<String, Target> = values::targets(conn, db, &targets)
         .await?
         .into_iter()
-        .map(|(id, name, type_name)| (id, (name, type_name)))
+        .map(|target| (target.id.clone(), target))
         .collect();
     for doc in docs.iter_mut() {
         let Some(properties) = doc.as_object_mut() else {
@@ -136,11 +144,19 @@ pub async fn resolve_references(conn: &mut AsyncPgConnection, db: &str, docs: &m
                 let Some(target) = value.get("reference").and_then(Json::as_str) else {
                     continue;
                 };
-                if let Some((name, type_name)) = found.get(target) {
+                if let Some(target) = found.get(target) {
+                    let is_type = prop == "_type";
+                    let name = if is_type {
+                        target.name.as_deref()
+                    } else {
+                        target.name_for(person)
+                    };
                     if let Some(name) = name {
-                        value.insert("string".into(), Json::String(name.clone()));
+                        value.insert("string".into(), Json::String(name.to_owned()));
                     }
-                    if let Some(type_name) = type_name {
+                    if let Some(type_name) = &target.type_name
+                        && (is_type || target.readable_by(person))
+                    {
                         value.insert("entity_type".into(), Json::String(type_name.clone()));
                     }
                 }
