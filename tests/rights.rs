@@ -439,3 +439,58 @@ async fn history_lists_additions_deletions_and_overwrites_newest_first() {
     assert_eq!(page["changes"].as_array().unwrap().len(), 1);
     assert_eq!(page["changes"][0], changes[1]);
 }
+
+#[tokio::test]
+async fn api_keys_on_an_entity_the_caller_may_not_add_them_to_are_refused_before_hashing_while_other_writes_go_on() {
+    let w = world().await;
+    let hidden = w.entity("hidden", None).await;
+    let edited = w.entity("edited", Some("_editor")).await;
+    let keys = Json::Array(vec![json!({"type": "service_api_key", "string": "generate"}); 10]);
+    let pat = &w;
+    let ask = |id: String| {
+        let keys = keys.clone();
+        async move { pat.pat("POST", &format!("/api/demo/entity/{id}"), Some(keys)).await }
+    };
+    let missing = "000000000000000000000000".to_owned();
+    let note = json!({"type": "title", "string": "written meanwhile"});
+    let edited_path = format!("/api/demo/entity/{edited}");
+    let (refused, written) = tokio::join!(
+        futures_util::future::join_all([
+            ask(hidden.clone()),
+            ask(missing.clone()),
+            ask(edited.clone()),
+            ask(hidden.clone()),
+            ask(edited.clone()),
+        ]),
+        w.pat("POST", &edited_path, Some(note)),
+    );
+    let not_found = (
+        404,
+        json!({"status": 404, "error": "not_found", "message": "Entity not found"}),
+    );
+    let forbidden = (
+        403,
+        json!({"status": 403, "error": "forbidden", "message": "Missing rights to write service_api_key"}),
+    );
+    assert_eq!(
+        refused,
+        [
+            not_found.clone(),
+            not_found.clone(),
+            forbidden.clone(),
+            not_found,
+            forbidden
+        ]
+    );
+    assert_eq!(written.0, 200, "{}", written.1);
+    let (_, entity) = w.app.get(&format!("/api/demo/entity/{edited}"), &w.owner).await;
+    assert!(entity["entity"].get("service_api_key").is_none(), "{entity}");
+    assert_eq!(entity["entity"]["title"][1]["string"], "written meanwhile", "{entity}");
+    // on themselves they may
+    let two = Json::Array(vec![json!({"type": "service_api_key", "string": "generate"}); 2]);
+    let (status, body) = w
+        .pat("POST", &format!("/api/demo/entity/{}", w.person), Some(two))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["properties"].as_array().unwrap().len(), 2);
+}
