@@ -380,6 +380,7 @@ async fn add_values(
     let (rows, plain_keys) = validate(conn, learned, &target, &inputs, keys).await?;
     let mut replaced: Vec<String> = inputs.iter().filter_map(|v| v.replaces.clone()).collect();
     replaced.extend(replaced_rights(&target.live, &rows));
+    replaced.extend(replaced_single_values(&target.live, &rows));
     let owners_left = target
         .live
         .iter()
@@ -418,6 +419,19 @@ fn replaced_rights(live: &[ValueRow], rows: &[NewValue]) -> Vec<String> {
 
 /// The properties that grant (or, `_noaccess`, deny) a person's access.
 const RIGHTS: [&str; 5] = ["_owner", "_editor", "_expander", "_viewer", "_noaccess"];
+
+/// Properties an entity holds one value of: a new value replaces the live one
+/// (soft-deleted, as an overwrite by `_id` is), so the latest always governs.
+const SINGLE_VALUED: [&str; 2] = ["_sharing", "_inheritrights"];
+
+/// The live values that new single-valued values replace.
+fn replaced_single_values(live: &[ValueRow], rows: &[NewValue]) -> Vec<String> {
+    live.iter()
+        .filter(|row| SINGLE_VALUED.contains(&row.prop.as_str()))
+        .filter(|row| rows.iter().any(|new| new.prop == row.prop))
+        .map(|row| row.id.clone())
+        .collect()
+}
 
 async fn delete_value(
     conn: &mut AsyncPgConnection,
@@ -548,6 +562,14 @@ async fn validate(
         .collect();
     counters.sort_unstable();
     counters.dedup();
+    for prop in SINGLE_VALUED {
+        if inputs.iter().filter(|input| input.prop == prop).count() > 1 {
+            return Err(ApiError::bad_request(
+                "invalid_value",
+                format!("An entity has exactly one {prop}; write one value"),
+            ));
+        }
+    }
     for prop in counters {
         values::lock_counter(conn, target.db, prop).await?;
         let last = values::largest_number(conn, target.db, prop).await?;

@@ -494,3 +494,106 @@ async fn api_keys_on_an_entity_the_caller_may_not_add_them_to_are_refused_before
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["properties"].as_array().unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn sharing_written_without_an_id_replaces_the_live_value() {
+    let w = world().await;
+    let id = w
+        .app
+        .create(&w.owner, &w.doc_type, json!([{"type": "_sharing", "string": "public"}]))
+        .await;
+    let path = format!("/api/demo/entity/{id}");
+    assert_eq!(w.app.call("GET", &path, None, None).await.0, 200);
+    let (status, body) = w
+        .app
+        .post(&path, &w.owner, json!({"type": "_sharing", "string": "private"}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        w.app.call("GET", &path, None, None).await,
+        (
+            404,
+            json!({"status": 404, "error": "not_found", "message": "Entity not found"})
+        )
+    );
+    let (_, entity) = w.app.get(&path, &w.owner).await;
+    let sharing = entity["entity"]["_sharing"].as_array().unwrap();
+    assert_eq!(sharing.len(), 1, "{entity}");
+    assert_eq!(sharing[0]["string"], "private");
+    let (_, history) = w.app.get(&format!("{path}/history"), &w.owner).await;
+    let change = history["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|change| change["type"] == "_sharing")
+        .unwrap();
+    assert_eq!(change["old"]["string"], "public", "{history}");
+    assert_eq!(change["new"]["string"], "private", "{history}");
+
+    // two in one write, or on creation, are refused and change nothing
+    let two = json!([{"type": "_sharing", "string": "public"}, {"type": "_sharing", "string": "domain"}]);
+    let refusal = (
+        400,
+        json!({"status": 400, "error": "invalid_value", "message": "An entity has exactly one _sharing; write one value"}),
+    );
+    assert_eq!(w.app.post(&path, &w.owner, two.clone()).await, refusal);
+    let mut create = vec![json!({"type": "_type", "reference": w.doc_type})];
+    create.extend(two.as_array().unwrap().iter().cloned());
+    assert_eq!(
+        w.app.post("/api/demo/entity", &w.owner, Json::Array(create)).await,
+        refusal
+    );
+    assert_eq!(w.app.get(&path, &w.owner).await.1, entity);
+}
+
+#[tokio::test]
+async fn inheritrights_written_without_an_id_replaces_the_live_value() {
+    let w = world().await;
+    let top = w.entity("top", Some("_viewer")).await;
+    let child = w.entity("child", None).await;
+    let path = format!("/api/demo/entity/{child}");
+    let (status, body) = w
+        .app
+        .post(
+            &path,
+            &w.owner,
+            json!([{"type": "_parent", "reference": top}, {"type": "_inheritrights", "boolean": true}]),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(w.pat("GET", &path, None).await.0, 200);
+
+    let (status, body) = w
+        .app
+        .post(&path, &w.owner, json!({"type": "_inheritrights", "boolean": false}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        w.pat("GET", &path, None).await,
+        (
+            404,
+            json!({"status": 404, "error": "not_found", "message": "Entity not found"})
+        )
+    );
+    let (_, entity) = w.app.get(&path, &w.owner).await;
+    let inherit = entity["entity"]["_inheritrights"].as_array().unwrap();
+    assert_eq!(inherit.len(), 1, "{entity}");
+    assert_eq!(inherit[0]["boolean"], false);
+    let (_, history) = w.app.get(&format!("{path}/history"), &w.owner).await;
+    let change = history["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|change| change["type"] == "_inheritrights")
+        .unwrap();
+    assert_eq!(
+        (&change["old"]["boolean"], &change["new"]["boolean"]),
+        (&json!(true), &json!(false)),
+        "{history}"
+    );
+    // and back
+    w.app
+        .post(&path, &w.owner, json!({"type": "_inheritrights", "boolean": true}))
+        .await;
+    assert_eq!(w.pat("GET", &path, None).await.0, 200);
+}
