@@ -433,6 +433,24 @@ fn replaced_single_values(live: &[ValueRow], rows: &[NewValue]) -> Vec<String> {
         .collect()
 }
 
+/// Taking an entity from under a parent (deleting or overwriting its
+/// `_parent` value) needs `_expander` on that parent, as putting it there
+/// did. A parent deleted since protects nothing and asks for nothing.
+async fn may_leave_parent(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    actor: &str,
+    parent_id: &str,
+) -> Result<(), ApiError> {
+    let parent = values::live_entity(conn, db, parent_id, false).await?;
+    if parent.is_some_and(|parent| !has_right(&parent.lists(), actor, Right::Expander)) {
+        return Err(ApiError::forbidden(
+            "Removing _parent needs _expander on the parent entity",
+        ));
+    }
+    Ok(())
+}
+
 async fn delete_value(
     conn: &mut AsyncPgConnection,
     types: &mut TypeCache,
@@ -472,6 +490,11 @@ async fn delete_value(
     }
     if value.prop == "_owner" && live.iter().filter(|row| row.prop == "_owner").count() <= 1 {
         return Err(ApiError::forbidden("The last _owner cannot be deleted"));
+    }
+    if value.prop == "_parent"
+        && let Some(parent) = &value.reference
+    {
+        may_leave_parent(conn, db, actor, parent).await?;
     }
     values::soft_delete_values(conn, db, &[value_id.to_owned()], now, actor).await?;
     projection::project(conn, types, db, &value.entity_id).await?;
@@ -584,17 +607,22 @@ async fn validate(
             let live = target
                 .live
                 .iter()
-                .any(|row| &row.id == replaced && row.prop == input.prop);
+                .find(|row| &row.id == replaced && row.prop == input.prop);
             let twice = inputs
                 .iter()
                 .filter(|other| other.replaces.as_ref() == Some(replaced))
                 .count()
                 > 1;
-            if !live || twice {
+            let Some(live) = live.filter(|_| !twice) else {
                 return Err(ApiError::bad_request(
                     "invalid_value_id",
                     format!("{replaced} is not a live {} value of this entity", input.prop),
                 ));
+            };
+            if input.prop == "_parent"
+                && let Some(parent) = &live.reference
+            {
+                may_leave_parent(conn, target.db, target.actor, parent).await?;
             }
         } else if input.prop == "_type" && !target.is_new {
             return Err(ApiError::bad_request(

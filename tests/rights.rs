@@ -597,3 +597,69 @@ async fn inheritrights_written_without_an_id_replaces_the_live_value() {
         .await;
     assert_eq!(w.pat("GET", &path, None).await.0, 200);
 }
+
+#[tokio::test]
+async fn removing_a_parent_value_needs_expander_on_that_parent() {
+    let w = world().await;
+    let parent = w.entity("parent", Some("_viewer")).await;
+    let other = w.entity("other", Some("_expander")).await;
+    let child = w.entity("child", Some("_owner")).await;
+    let path = format!("/api/demo/entity/{child}");
+    let (_, body) = w
+        .app
+        .post(&path, &w.owner, json!({"type": "_parent", "reference": parent}))
+        .await;
+    let value = body["properties"][0]["_id"].as_str().unwrap().to_owned();
+    let (_, before) = w.app.get(&path, &w.owner).await;
+    let refusal = (
+        403,
+        json!({"status": 403, "error": "forbidden", "message": "Removing _parent needs _expander on the parent entity"}),
+    );
+    // Pat owns the child but only views the parent: neither deletes nor overwrites
+    assert_eq!(
+        w.pat("DELETE", &format!("/api/demo/property/{value}"), None).await,
+        refusal
+    );
+    let moved = json!({"type": "_parent", "reference": other, "_id": value});
+    assert_eq!(w.pat("POST", &path, Some(moved.clone())).await, refusal);
+    assert_eq!(w.app.get(&path, &w.owner).await.1, before);
+
+    // with _expander on the parent both are allowed
+    w.app
+        .post(
+            &format!("/api/demo/entity/{parent}"),
+            &w.owner,
+            json!({"type": "_expander", "reference": w.person}),
+        )
+        .await;
+    let (status, body) = w.pat("POST", &path, Some(moved)).await;
+    assert_eq!(status, 200, "{body}");
+    let value = body["properties"][0]["_id"].as_str().unwrap().to_owned();
+    let (_, entity) = w.app.get(&path, &w.owner).await;
+    assert_eq!(entity["entity"]["_parent"][0]["reference"], other.as_str(), "{entity}");
+    let (status, body) = w.pat("DELETE", &format!("/api/demo/property/{value}"), None).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, entity) = w.app.get(&path, &w.owner).await;
+    assert!(entity["entity"].get("_parent").is_none(), "{entity}");
+}
+
+#[tokio::test]
+async fn a_parent_value_naming_a_deleted_parent_is_removed_by_the_child_owner_alone() {
+    let w = world().await;
+    let parent = w.entity("parent", Some("_viewer")).await;
+    let child = w.entity("child", Some("_owner")).await;
+    let (_, body) = w
+        .app
+        .post(
+            &format!("/api/demo/entity/{child}"),
+            &w.owner,
+            json!({"type": "_parent", "reference": parent}),
+        )
+        .await;
+    let value = body["properties"][0]["_id"].as_str().unwrap().to_owned();
+    let (status, _) = w.pat("DELETE", &format!("/api/demo/property/{value}"), None).await;
+    assert_eq!(status, 403);
+    w.app.delete(&format!("/api/demo/entity/{parent}"), &w.owner).await;
+    let (status, body) = w.pat("DELETE", &format!("/api/demo/property/{value}"), None).await;
+    assert_eq!((status, body), (200, json!({"deleted": true})));
+}
