@@ -277,7 +277,7 @@ async fn load(pool: &Pool, count: usize) -> String {
                 {"type": "code", "string": next.code},
             ])),
         };
-        pending.push((request, tracing::Span::none()));
+        pending.push((request, Vec::new(), tracing::Span::none()));
         if pending.len() == BATCH {
             for outcome in apply_batch(pool, std::mem::take(&mut pending)).await {
                 outcome.expect("a book");

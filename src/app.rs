@@ -119,6 +119,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         trusted_proxies,
         files,
         AnswerCache::new(settings.database.answer_cache_bytes),
+        settings.limits.max_values_per_write,
     )))
 }
 

@@ -126,6 +126,7 @@ pub struct LimitSettings {
     pub enabled: bool,
     pub requests_per_minute: u32,
     pub auth_per_minute: u32,
+    pub max_values_per_write: usize,
 }
 
 impl Settings {

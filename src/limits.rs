@@ -263,6 +263,7 @@ mod tests {
             enabled,
             requests_per_minute: 1,
             auth_per_minute,
+            max_values_per_write: 1000,
         };
         let limits = RateLimits::from_settings(&settings(true, 0));
         assert!(limits.check(Bucket::Requests, "a").is_ok());

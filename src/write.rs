@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use actix_web::http::StatusCode;
 use chrono::{DateTime, Utc};
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection};
@@ -67,31 +68,25 @@ pub enum WriteOutcome {
     },
 }
 
-/// Applies one write in its own transaction.
+/// Applies one write in its own transaction, outside any writer actor.
 pub async fn apply(pool: &Pool, request: WriteRequest) -> Result<WriteOutcome, ApiError> {
-    apply_batch(pool, vec![(request, tracing::Span::current())])
+    let keys = prepare_keys(pool, &request).await?;
+    apply_batch(pool, vec![(request, keys, tracing::Span::current())])
         .await
         .pop()
         .unwrap_or_else(|| Err(ApiError::internal("write", "no outcome")))
 }
 
-/// Applies writes in order in one transaction (group commit: one commit, and
-/// one wait for the disk, for the whole batch). A refused write leaves no
-/// trace and does not disturb the others. Answers one outcome per request,
-/// in order. Each write runs (and logs) under the span it came with.
-pub async fn apply_batch(pool: &Pool, requests: Vec<(WriteRequest, Span)>) -> Vec<Result<WriteOutcome, ApiError>> {
-    let mut outcomes: Vec<Option<Result<WriteOutcome, ApiError>>> = Vec::with_capacity(requests.len());
-    let mut batch = Vec::with_capacity(requests.len());
-    for (request, span) in requests {
-        match generate_keys(&request).instrument(span.clone()).await {
-            Ok(keys) => {
-                batch.push((request, keys, span));
-                outcomes.push(None);
-            }
-            Err(error) => outcomes.push(Some(Err(error))),
-        }
-    }
-    let mut applied = match pool.get().await {
+/// Applies writes, each with the API keys it asks for ([`prepare_keys`]), in
+/// order in one transaction (group commit: one commit, and one wait for the
+/// disk, for the whole batch). A refused write leaves no trace and does not
+/// disturb the others. Answers one outcome per request, in order. Each write
+/// runs (and logs) under the span it came with.
+pub async fn apply_batch(
+    pool: &Pool,
+    batch: Vec<(WriteRequest, Vec<GeneratedKey>, Span)>,
+) -> Vec<Result<WriteOutcome, ApiError>> {
+    let applied = match pool.get().await {
         // Most batches pass whole: try without the cost of a savepoint per
         // write, and only when one is refused run them again, each isolated.
         Ok(mut conn) => match run_batch(&mut conn, &batch, batch.len() == 1).await {
@@ -99,19 +94,11 @@ pub async fn apply_batch(pool: &Pool, requests: Vec<(WriteRequest, Span)>) -> Ve
             result => result,
         },
         Err(error) => Err(error.into()),
+    };
+    match applied {
+        Ok(outcomes) => outcomes,
+        Err(error) => vec![Err(error); batch.len()],
     }
-    .map(Vec::into_iter);
-    outcomes
-        .into_iter()
-        .map(|outcome| {
-            outcome.unwrap_or_else(|| match &mut applied {
-                Ok(applied) => applied
-                    .next()
-                    .unwrap_or_else(|| Err(ApiError::internal("write", "no outcome"))),
-                Err(error) => Err(error.clone()),
-            })
-        })
-        .collect()
 }
 
 /// Runs writes in one transaction. With `isolated`, each runs in a savepoint
@@ -193,21 +180,72 @@ async fn apply_one(
     }
 }
 
-/// API keys asked for by the write, generated before the transaction because
-/// hashing is slow (and off the async workers).
-async fn generate_keys(request: &WriteRequest) -> Result<Vec<GeneratedKey>, ApiError> {
-    let wanted = match &request.op {
-        WriteOp::CreateEntity { values } | WriteOp::AddValues { values, .. } => {
-            values.iter().filter(|v| v.prop == API_KEY_PROPERTY).count()
-        }
-        _ => 0,
+/// API keys one write may ask for: each costs a deliberately slow hash.
+const MAX_KEYS_PER_WRITE: usize = 10;
+
+/// Bounds what one write may cost, before anything else is done with it: at
+/// most `max_values` values (`limits.max_values_per_write`) and
+/// [`MAX_KEYS_PER_WRITE`] API keys; more → 413 `too_many_values`.
+pub fn check_size(values: &[ValueInput], max_values: usize) -> Result<(), ApiError> {
+    let too_many = |message: String| Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_many_values", message));
+    if values.len() > max_values {
+        return too_many(format!("A write holds at most {max_values} values"));
+    }
+    if values.iter().filter(|v| v.prop == API_KEY_PROPERTY).count() > MAX_KEYS_PER_WRITE {
+        return too_many(format!(
+            "A write holds at most {MAX_KEYS_PER_WRITE} {API_KEY_PROPERTY} values"
+        ));
+    }
+    Ok(())
+}
+
+/// API keys asked for by the write, generated before it is applied because
+/// hashing is slow: off the async workers, and never in a writer's turn. A
+/// caller who may not add them is refused first (read-only, on a pooled
+/// connection) so that a refused write costs no hashing; the transaction
+/// checks again, under the entity's lock.
+pub async fn prepare_keys(pool: &Pool, request: &WriteRequest) -> Result<Vec<GeneratedKey>, ApiError> {
+    let (entity_id, values) = match &request.op {
+        WriteOp::CreateEntity { values } => (None, values),
+        WriteOp::AddValues { entity_id, values } => (Some(entity_id), values),
+        _ => return Ok(Vec::new()),
     };
+    let wanted = values.iter().filter(|v| v.prop == API_KEY_PROPERTY).count();
     if wanted == 0 {
         return Ok(Vec::new());
+    }
+    {
+        let mut conn = pool.get().await?;
+        require_person(&mut conn, &request.db, &request.actor).await?;
+        // a new entity is its creator's: they may add keys to it
+        if let Some(entity_id) = entity_id {
+            may_add_keys(&mut conn, &request.db, &request.actor, entity_id).await?;
+        }
     }
     tokio::task::spawn_blocking(move || (0..wanted).map(|_| api_key::generate()).collect())
         .await
         .map_err(|e| ApiError::internal("key generation failed", e))
+}
+
+/// What `add_values` and `check_property` answer a caller adding an API key:
+/// 404 when they cannot see the entity, 403 unless they own it or are it.
+async fn may_add_keys(conn: &mut AsyncPgConnection, db: &str, actor: &str, entity_id: &str) -> Result<(), ApiError> {
+    let entity = values::live_entity(conn, db, entity_id, false)
+        .await?
+        .ok_or_else(ApiError::entity_not_found)?;
+    if actor == entity_id {
+        return Ok(());
+    }
+    let lists = entity.lists();
+    if !can_read(entity.sharing(), &lists, Some(actor)) {
+        return Err(ApiError::entity_not_found());
+    }
+    if !has_right(&lists, actor, Right::Owner) {
+        return Err(ApiError::forbidden(format!(
+            "Missing rights to write {API_KEY_PROPERTY}"
+        )));
+    }
+    Ok(())
 }
 
 async fn require_person(conn: &mut AsyncPgConnection, db: &str, actor: &str) -> Result<(), ApiError> {
@@ -342,6 +380,7 @@ async fn add_values(
     let (rows, plain_keys) = validate(conn, learned, &target, &inputs, keys).await?;
     let mut replaced: Vec<String> = inputs.iter().filter_map(|v| v.replaces.clone()).collect();
     replaced.extend(replaced_rights(&target.live, &rows));
+    replaced.extend(replaced_single_values(&target.live, &rows));
     let owners_left = target
         .live
         .iter()
@@ -380,6 +419,37 @@ fn replaced_rights(live: &[ValueRow], rows: &[NewValue]) -> Vec<String> {
 
 /// The properties that grant (or, `_noaccess`, deny) a person's access.
 const RIGHTS: [&str; 5] = ["_owner", "_editor", "_expander", "_viewer", "_noaccess"];
+
+/// Properties an entity holds one value of: a new value replaces the live one
+/// (soft-deleted, as an overwrite by `_id` is), so the latest always governs.
+const SINGLE_VALUED: [&str; 2] = ["_sharing", "_inheritrights"];
+
+/// The live values that new single-valued values replace.
+fn replaced_single_values(live: &[ValueRow], rows: &[NewValue]) -> Vec<String> {
+    live.iter()
+        .filter(|row| SINGLE_VALUED.contains(&row.prop.as_str()))
+        .filter(|row| rows.iter().any(|new| new.prop == row.prop))
+        .map(|row| row.id.clone())
+        .collect()
+}
+
+/// Taking an entity from under a parent (deleting or overwriting its
+/// `_parent` value) needs `_expander` on that parent, as putting it there
+/// did. A parent deleted since protects nothing and asks for nothing.
+async fn may_leave_parent(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    actor: &str,
+    parent_id: &str,
+) -> Result<(), ApiError> {
+    let parent = values::live_entity(conn, db, parent_id, false).await?;
+    if parent.is_some_and(|parent| !has_right(&parent.lists(), actor, Right::Expander)) {
+        return Err(ApiError::forbidden(
+            "Removing _parent needs _expander on the parent entity",
+        ));
+    }
+    Ok(())
+}
 
 async fn delete_value(
     conn: &mut AsyncPgConnection,
@@ -420,6 +490,11 @@ async fn delete_value(
     }
     if value.prop == "_owner" && live.iter().filter(|row| row.prop == "_owner").count() <= 1 {
         return Err(ApiError::forbidden("The last _owner cannot be deleted"));
+    }
+    if value.prop == "_parent"
+        && let Some(parent) = &value.reference
+    {
+        may_leave_parent(conn, db, actor, parent).await?;
     }
     values::soft_delete_values(conn, db, &[value_id.to_owned()], now, actor).await?;
     projection::project(conn, types, db, &value.entity_id).await?;
@@ -512,6 +587,14 @@ async fn validate(
         .collect();
     counters.sort_unstable();
     counters.dedup();
+    for prop in SINGLE_VALUED {
+        if inputs.iter().filter(|input| input.prop == prop).count() > 1 {
+            return Err(ApiError::bad_request(
+                "invalid_value",
+                format!("An entity has exactly one {prop}; write one value"),
+            ));
+        }
+    }
     for prop in counters {
         values::lock_counter(conn, target.db, prop).await?;
         let last = values::largest_number(conn, target.db, prop).await?;
@@ -526,17 +609,22 @@ async fn validate(
             let live = target
                 .live
                 .iter()
-                .any(|row| &row.id == replaced && row.prop == input.prop);
+                .find(|row| &row.id == replaced && row.prop == input.prop);
             let twice = inputs
                 .iter()
                 .filter(|other| other.replaces.as_ref() == Some(replaced))
                 .count()
                 > 1;
-            if !live || twice {
+            let Some(live) = live.filter(|_| !twice) else {
                 return Err(ApiError::bad_request(
                     "invalid_value_id",
                     format!("{replaced} is not a live {} value of this entity", input.prop),
                 ));
+            };
+            if input.prop == "_parent"
+                && let Some(parent) = &live.reference
+            {
+                may_leave_parent(conn, target.db, target.actor, parent).await?;
             }
         } else if input.prop == "_type" && !target.is_new {
             return Err(ApiError::bad_request(

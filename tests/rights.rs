@@ -439,3 +439,227 @@ async fn history_lists_additions_deletions_and_overwrites_newest_first() {
     assert_eq!(page["changes"].as_array().unwrap().len(), 1);
     assert_eq!(page["changes"][0], changes[1]);
 }
+
+#[tokio::test]
+async fn api_keys_on_an_entity_the_caller_may_not_add_them_to_are_refused_before_hashing_while_other_writes_go_on() {
+    let w = world().await;
+    let hidden = w.entity("hidden", None).await;
+    let edited = w.entity("edited", Some("_editor")).await;
+    let keys = Json::Array(vec![json!({"type": "service_api_key", "string": "generate"}); 10]);
+    let pat = &w;
+    let ask = |id: String| {
+        let keys = keys.clone();
+        async move { pat.pat("POST", &format!("/api/demo/entity/{id}"), Some(keys)).await }
+    };
+    let missing = "000000000000000000000000".to_owned();
+    let note = json!({"type": "title", "string": "written meanwhile"});
+    let edited_path = format!("/api/demo/entity/{edited}");
+    let (refused, written) = tokio::join!(
+        futures_util::future::join_all([
+            ask(hidden.clone()),
+            ask(missing.clone()),
+            ask(edited.clone()),
+            ask(hidden.clone()),
+            ask(edited.clone()),
+        ]),
+        w.pat("POST", &edited_path, Some(note)),
+    );
+    let not_found = (
+        404,
+        json!({"status": 404, "error": "not_found", "message": "Entity not found"}),
+    );
+    let forbidden = (
+        403,
+        json!({"status": 403, "error": "forbidden", "message": "Missing rights to write service_api_key"}),
+    );
+    assert_eq!(
+        refused,
+        [
+            not_found.clone(),
+            not_found.clone(),
+            forbidden.clone(),
+            not_found,
+            forbidden
+        ]
+    );
+    assert_eq!(written.0, 200, "{}", written.1);
+    let (_, entity) = w.app.get(&format!("/api/demo/entity/{edited}"), &w.owner).await;
+    assert!(entity["entity"].get("service_api_key").is_none(), "{entity}");
+    assert_eq!(entity["entity"]["title"][1]["string"], "written meanwhile", "{entity}");
+    // on themselves they may
+    let two = Json::Array(vec![json!({"type": "service_api_key", "string": "generate"}); 2]);
+    let (status, body) = w
+        .pat("POST", &format!("/api/demo/entity/{}", w.person), Some(two))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["properties"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn sharing_written_without_an_id_replaces_the_live_value() {
+    let w = world().await;
+    let id = w
+        .app
+        .create(&w.owner, &w.doc_type, json!([{"type": "_sharing", "string": "public"}]))
+        .await;
+    let path = format!("/api/demo/entity/{id}");
+    assert_eq!(w.app.call("GET", &path, None, None).await.0, 200);
+    let (status, body) = w
+        .app
+        .post(&path, &w.owner, json!({"type": "_sharing", "string": "private"}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        w.app.call("GET", &path, None, None).await,
+        (
+            404,
+            json!({"status": 404, "error": "not_found", "message": "Entity not found"})
+        )
+    );
+    let (_, entity) = w.app.get(&path, &w.owner).await;
+    let sharing = entity["entity"]["_sharing"].as_array().unwrap();
+    assert_eq!(sharing.len(), 1, "{entity}");
+    assert_eq!(sharing[0]["string"], "private");
+    let (_, history) = w.app.get(&format!("{path}/history"), &w.owner).await;
+    let change = history["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|change| change["type"] == "_sharing")
+        .unwrap();
+    assert_eq!(change["old"]["string"], "public", "{history}");
+    assert_eq!(change["new"]["string"], "private", "{history}");
+
+    // two in one write, or on creation, are refused and change nothing
+    let two = json!([{"type": "_sharing", "string": "public"}, {"type": "_sharing", "string": "domain"}]);
+    let refusal = (
+        400,
+        json!({"status": 400, "error": "invalid_value", "message": "An entity has exactly one _sharing; write one value"}),
+    );
+    assert_eq!(w.app.post(&path, &w.owner, two.clone()).await, refusal);
+    let mut create = vec![json!({"type": "_type", "reference": w.doc_type})];
+    create.extend(two.as_array().unwrap().iter().cloned());
+    assert_eq!(
+        w.app.post("/api/demo/entity", &w.owner, Json::Array(create)).await,
+        refusal
+    );
+    assert_eq!(w.app.get(&path, &w.owner).await.1, entity);
+}
+
+#[tokio::test]
+async fn inheritrights_written_without_an_id_replaces_the_live_value() {
+    let w = world().await;
+    let top = w.entity("top", Some("_viewer")).await;
+    let child = w.entity("child", None).await;
+    let path = format!("/api/demo/entity/{child}");
+    let (status, body) = w
+        .app
+        .post(
+            &path,
+            &w.owner,
+            json!([{"type": "_parent", "reference": top}, {"type": "_inheritrights", "boolean": true}]),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(w.pat("GET", &path, None).await.0, 200);
+
+    let (status, body) = w
+        .app
+        .post(&path, &w.owner, json!({"type": "_inheritrights", "boolean": false}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        w.pat("GET", &path, None).await,
+        (
+            404,
+            json!({"status": 404, "error": "not_found", "message": "Entity not found"})
+        )
+    );
+    let (_, entity) = w.app.get(&path, &w.owner).await;
+    let inherit = entity["entity"]["_inheritrights"].as_array().unwrap();
+    assert_eq!(inherit.len(), 1, "{entity}");
+    assert_eq!(inherit[0]["boolean"], false);
+    let (_, history) = w.app.get(&format!("{path}/history"), &w.owner).await;
+    let change = history["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|change| change["type"] == "_inheritrights")
+        .unwrap();
+    assert_eq!(
+        (&change["old"]["boolean"], &change["new"]["boolean"]),
+        (&json!(true), &json!(false)),
+        "{history}"
+    );
+    // and back
+    w.app
+        .post(&path, &w.owner, json!({"type": "_inheritrights", "boolean": true}))
+        .await;
+    assert_eq!(w.pat("GET", &path, None).await.0, 200);
+}
+
+#[tokio::test]
+async fn removing_a_parent_value_needs_expander_on_that_parent() {
+    let w = world().await;
+    let parent = w.entity("parent", Some("_viewer")).await;
+    let other = w.entity("other", Some("_expander")).await;
+    let child = w.entity("child", Some("_owner")).await;
+    let path = format!("/api/demo/entity/{child}");
+    let (_, body) = w
+        .app
+        .post(&path, &w.owner, json!({"type": "_parent", "reference": parent}))
+        .await;
+    let value = body["properties"][0]["_id"].as_str().unwrap().to_owned();
+    let (_, before) = w.app.get(&path, &w.owner).await;
+    let refusal = (
+        403,
+        json!({"status": 403, "error": "forbidden", "message": "Removing _parent needs _expander on the parent entity"}),
+    );
+    // Pat owns the child but only views the parent: neither deletes nor overwrites
+    assert_eq!(
+        w.pat("DELETE", &format!("/api/demo/property/{value}"), None).await,
+        refusal
+    );
+    let moved = json!({"type": "_parent", "reference": other, "_id": value});
+    assert_eq!(w.pat("POST", &path, Some(moved.clone())).await, refusal);
+    assert_eq!(w.app.get(&path, &w.owner).await.1, before);
+
+    // with _expander on the parent both are allowed
+    w.app
+        .post(
+            &format!("/api/demo/entity/{parent}"),
+            &w.owner,
+            json!({"type": "_expander", "reference": w.person}),
+        )
+        .await;
+    let (status, body) = w.pat("POST", &path, Some(moved)).await;
+    assert_eq!(status, 200, "{body}");
+    let value = body["properties"][0]["_id"].as_str().unwrap().to_owned();
+    let (_, entity) = w.app.get(&path, &w.owner).await;
+    assert_eq!(entity["entity"]["_parent"][0]["reference"], other.as_str(), "{entity}");
+    let (status, body) = w.pat("DELETE", &format!("/api/demo/property/{value}"), None).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, entity) = w.app.get(&path, &w.owner).await;
+    assert!(entity["entity"].get("_parent").is_none(), "{entity}");
+}
+
+#[tokio::test]
+async fn a_parent_value_naming_a_deleted_parent_is_removed_by_the_child_owner_alone() {
+    let w = world().await;
+    let parent = w.entity("parent", Some("_viewer")).await;
+    let child = w.entity("child", Some("_owner")).await;
+    let (_, body) = w
+        .app
+        .post(
+            &format!("/api/demo/entity/{child}"),
+            &w.owner,
+            json!({"type": "_parent", "reference": parent}),
+        )
+        .await;
+    let value = body["properties"][0]["_id"].as_str().unwrap().to_owned();
+    let (status, _) = w.pat("DELETE", &format!("/api/demo/property/{value}"), None).await;
+    assert_eq!(status, 403);
+    w.app.delete(&format!("/api/demo/entity/{parent}"), &w.owner).await;
+    let (status, body) = w.pat("DELETE", &format!("/api/demo/property/{value}"), None).await;
+    assert_eq!((status, body), (200, json!({"deleted": true})));
+}

@@ -4,11 +4,12 @@
 mod common;
 
 use common::TestApp;
+use eds::auth::api_key::GeneratedKey;
 use eds::model::value::parse_body;
 use eds::write::{WriteOp, WriteOutcome, WriteRequest, apply_batch};
 use serde_json::{Value as Json, json};
 
-fn create(app: &TestApp, values: Json) -> (WriteRequest, tracing::Span) {
+fn create(app: &TestApp, values: Json) -> (WriteRequest, Vec<GeneratedKey>, tracing::Span) {
     let request = WriteRequest {
         db: "demo".into(),
         actor: app.person.clone(),
@@ -16,7 +17,7 @@ fn create(app: &TestApp, values: Json) -> (WriteRequest, tracing::Span) {
             values: parse_body(values.to_string().as_bytes()).unwrap(),
         },
     };
-    (request, tracing::Span::none())
+    (request, Vec::new(), tracing::Span::none())
 }
 
 fn created_id(outcome: &WriteOutcome) -> String {
@@ -181,4 +182,121 @@ async fn writes_over_the_writer_queue_are_503_writes_busy_with_retry_after_and_l
     assert!(busy > 0, "50 writes at once overflow a queue of one");
     let (_, body) = app.get("/api/demo/entity?_type.string=item", &token).await;
     assert_eq!(body["count"], created, "{body}");
+}
+
+/// `count` plain values.
+fn notes(count: usize) -> Json {
+    Json::Array(
+        (0..count)
+            .map(|index| json!({"type": "note", "string": format!("note {index}")}))
+            .collect(),
+    )
+}
+
+/// `count` API keys asked for.
+fn api_keys(count: usize) -> Json {
+    Json::Array(vec![json!({"type": "service_api_key", "string": "generate"}); count])
+}
+
+fn too_many_values(message: &str) -> (u16, Json) {
+    (
+        413,
+        json!({"status": 413, "error": "too_many_values", "message": message}),
+    )
+}
+
+#[tokio::test]
+async fn a_write_of_more_than_max_values_per_write_values_is_413_too_many_values_and_writes_nothing() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let item = app.create_type(&token, "item").await;
+    let id = app
+        .create(&token, &item, json!([{"type": "name", "string": "kept"}]))
+        .await;
+    let path = format!("/api/demo/entity/{id}");
+    let (_, before) = app.get(&path, &token).await;
+    let (_, history_before) = app.get(&format!("{path}/history"), &token).await;
+
+    assert_eq!(
+        app.post(&path, &token, notes(1001)).await,
+        too_many_values("A write holds at most 1000 values")
+    );
+    let mut create = vec![json!({"type": "_type", "reference": item})];
+    create.extend(notes(1000).as_array().unwrap().iter().cloned());
+    assert_eq!(
+        app.post("/api/demo/entity", &token, Json::Array(create)).await,
+        too_many_values("A write holds at most 1000 values")
+    );
+    assert_eq!(app.get(&path, &token).await.1, before);
+    assert_eq!(app.get(&format!("{path}/history"), &token).await.1, history_before);
+    let (_, items) = app.get("/api/demo/entity?_type.string=item", &token).await;
+    assert_eq!(items["count"], 1, "{items}");
+
+    // the limit itself is written whole
+    let (status, body) = app.post(&path, &token, notes(1000)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["properties"].as_array().unwrap().len(), 1000);
+}
+
+#[tokio::test]
+async fn a_write_asks_for_at_most_10_api_keys_and_the_owner_gets_all_10() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let (person, _) = app.add_person(&token, "Keyholder").await;
+    let path = format!("/api/demo/entity/{person}");
+    let (_, before) = app.get(&path, &token).await;
+    let (_, history_before) = app.get(&format!("{path}/history"), &token).await;
+
+    assert_eq!(
+        app.post(&path, &token, api_keys(11)).await,
+        too_many_values("A write holds at most 10 service_api_key values")
+    );
+    assert_eq!(app.get(&path, &token).await.1, before);
+    assert_eq!(app.get(&format!("{path}/history"), &token).await.1, history_before);
+
+    let (status, body) = app.post(&path, &token, api_keys(10)).await;
+    assert_eq!(status, 200, "{body}");
+    let mut keys: Vec<&str> = body["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|value| value["string"].as_str().unwrap())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    assert_eq!(keys.len(), 10);
+    assert!(keys.iter().all(|key| key.len() == 32));
+    let (_, after) = app.get(&path, &token).await;
+    assert_eq!(after["entity"]["service_api_key"].as_array().unwrap().len(), 11);
+    // each of them signs in
+    app.token_for(keys[0]).await;
+}
+
+#[tokio::test]
+async fn the_write_caps_hold_with_rate_limits_turned_off() {
+    let app = TestApp::start_with(
+        common::Storage::Local,
+        &[
+            ("limits.enabled", "false".to_owned()),
+            ("limits.max_values_per_write", "20".to_owned()),
+        ],
+    )
+    .await;
+    let token = app.owner_token().await;
+    let item = app.create_type(&token, "item").await;
+    let id = app.create(&token, &item, json!([])).await;
+    let path = format!("/api/demo/entity/{id}");
+    assert_eq!(
+        app.post(&path, &token, notes(21)).await,
+        too_many_values("A write holds at most 20 values")
+    );
+    assert_eq!(
+        app.post(&path, &token, api_keys(11)).await,
+        too_many_values("A write holds at most 10 service_api_key values")
+    );
+    let (_, entity) = app.get(&path, &token).await;
+    assert!(entity["entity"].get("note").is_none(), "{entity}");
+    assert!(entity["entity"].get("service_api_key").is_none(), "{entity}");
+    let (status, body) = app.post(&path, &token, notes(20)).await;
+    assert_eq!(status, 200, "{body}");
 }

@@ -13,6 +13,7 @@ use dashmap::DashMap;
 use tokio::sync::{Notify, oneshot};
 use tracing::Span;
 
+use crate::auth::api_key::GeneratedKey;
 use crate::db::Pool;
 use crate::http::error::ApiError;
 use crate::metrics;
@@ -40,13 +41,15 @@ impl Actor for DbWriter {
     type Context = Context<Self>;
 }
 
-/// A write and the request span it was sent from (the writer logs under it).
+/// A write, the API keys it asks for (hashed before: never in the writer's
+/// turn) and the request span it was sent from (the writer logs under it).
 #[derive(Message)]
 #[rtype(result = "Result<WriteOutcome, ApiError>")]
-pub struct Write(pub WriteRequest, pub Span);
+pub struct Write(pub WriteRequest, pub Vec<GeneratedKey>, pub Span);
 
 struct Waiting {
     request: WriteRequest,
+    keys: Vec<GeneratedKey>,
     span: Span,
     reply: Reply,
     /// Its place in the writer-queue gauge, given up when its transaction starts.
@@ -61,9 +64,10 @@ impl Handler<Write> for DbWriter {
             return Box::pin(async { Err(busy()) });
         }
         let (reply, outcome) = oneshot::channel();
-        let Write(request, span) = message;
+        let Write(request, keys, span) = message;
         self.waiting.push(Waiting {
             request,
+            keys,
             span,
             reply,
             _queued: metrics::writer_queued(),
@@ -89,7 +93,7 @@ impl DbWriter {
         let (requests, replies): (Vec<_>, Vec<_>) = self
             .waiting
             .drain(..take)
-            .map(|waiting| ((waiting.request, waiting.span), waiting.reply))
+            .map(|waiting| ((waiting.request, waiting.keys, waiting.span), waiting.reply))
             .unzip();
         metrics::observe_commit_batch(requests.len());
         let pool = self.pool.clone();
@@ -144,8 +148,9 @@ impl Writers {
         self.formulas_due.clone()
     }
 
-    /// Sends a write to its database's writer and waits for the outcome.
-    pub async fn write(&self, request: WriteRequest) -> Result<WriteOutcome, ApiError> {
+    /// Sends a write, with the keys it asks for, to its database's writer and
+    /// waits for the outcome.
+    pub async fn write(&self, request: WriteRequest, keys: Vec<GeneratedKey>) -> Result<WriteOutcome, ApiError> {
         let writer = self
             .writers
             .entry(request.db.clone())
@@ -161,7 +166,7 @@ impl Writers {
             })
             .clone();
         writer
-            .send(Write(request, Span::current()))
+            .send(Write(request, keys, Span::current()))
             .await
             .map_err(|e| ApiError::internal("writer actor unavailable", e))?
     }

@@ -18,7 +18,7 @@ use crate::query::sql::{self, ListResult};
 use crate::query::{DEFAULT_LIMIT, ListQuery};
 use crate::rights::{ViewLevel, view_level};
 use crate::view;
-use crate::write::{WriteOp, WriteOutcome};
+use crate::write::{self, WriteOp, WriteOutcome};
 
 /// `GET /api/{db}/entity`: `{"entities":[...],"count":N,"limit":L,"skip":S}`.
 #[utoipa::path(
@@ -187,7 +187,7 @@ pub async fn visible_entity(
         (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
         (status = 403, description = "The token is for other databases only, or no `_expander` on `_parent`", body = doc::ErrorBody),
         (status = 404, description = "No such database", body = doc::ErrorBody),
-        (status = 413, description = "The body is larger than `http.max_body_bytes`", body = doc::ErrorBody),
+        (status = 413, description = "The body is larger than `http.json_body_limit_bytes`, or holds more than `limits.max_values_per_write` values or more than 10 `service_api_key` values (`too_many_values`)", body = doc::ErrorBody),
         (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
@@ -199,6 +199,7 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let db = db.into_inner();
     let values = parse_body(&body)?;
+    write::check_size(&values, state.max_values_per_write)?;
     let outcome = state.write_as(&caller, &db, WriteOp::CreateEntity { values }).await?;
     let outcome = state.files.with_uploads(&db, outcome).await?;
     Ok(HttpResponse::Created().json(written(outcome)))
@@ -207,7 +208,7 @@ pub async fn create(
 /// `POST /api/{db}/entity/{_id}`: adds (or overwrites) values → `{"_id","properties"}`.
 #[utoipa::path(
     post, path = "/api/{db}/entity/{id}", operation_id = "add_values", tag = "entities", summary = "Add or overwrite values",
-    description = "Each value is added next to the existing ones; a value with `_id` overwrites that value (soft-deleted, the new one gets a new id). File values come back with `upload`.",
+    description = "Each value is added next to the existing ones; a value with `_id` overwrites that value (soft-deleted, the new one gets a new id). `_sharing` and `_inheritrights` hold one value: a new one replaces the live one, and a write holds at most one of each. Overwriting `_parent` needs `_expander` on the old parent too. File values come back with `upload`.",
     security(("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
     request_body(content = doc::WriteBody, description = "An array of values (or one value alone)", example = doc::write_body_example),
@@ -217,7 +218,7 @@ pub async fn create(
         (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
         (status = 403, description = "The caller sees the entity but lacks the right", body = doc::ErrorBody),
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = doc::ErrorBody),
-        (status = 413, description = "The body is larger than `http.max_body_bytes`", body = doc::ErrorBody),
+        (status = 413, description = "The body is larger than `http.json_body_limit_bytes`, or holds more than `limits.max_values_per_write` values or more than 10 `service_api_key` values (`too_many_values`)", body = doc::ErrorBody),
         (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
     )
 )]
@@ -229,6 +230,7 @@ pub async fn add_values(
 ) -> Result<HttpResponse, ApiError> {
     let (db, entity_id) = path.into_inner();
     let values = parse_body(&body)?;
+    write::check_size(&values, state.max_values_per_write)?;
     let outcome = state
         .write_as(&caller, &db, WriteOp::AddValues { entity_id, values })
         .await?;

@@ -24,7 +24,7 @@ use crate::auth::jwt::{Claims, JwtKeys};
 use crate::db::{Pool, databases};
 use crate::query::cache::AnswerCache;
 use crate::usage::Usage;
-use crate::write::{WriteOp, WriteOutcome, WriteRequest};
+use crate::write::{self, WriteOp, WriteOutcome, WriteRequest};
 use error::ApiError;
 
 /// Shared state of every worker.
@@ -38,6 +38,8 @@ pub struct AppState {
     pub files: files::Files,
     /// List answers reused while their database is unchanged; `None` when turned off.
     pub answers: Option<AnswerCache>,
+    /// Most values one write may hold (`limits.max_values_per_write`).
+    pub max_values_per_write: usize,
     /// Databases seen to exist (databases are never removed while serving).
     known_databases: DashSet<String>,
 }
@@ -50,6 +52,7 @@ impl AppState {
         trusted_proxies: Vec<IpAddr>,
         files: files::Files,
         answers: Option<AnswerCache>,
+        max_values_per_write: usize,
     ) -> AppState {
         AppState {
             pool,
@@ -60,23 +63,25 @@ impl AppState {
             usage: Usage::default(),
             files,
             answers,
+            max_values_per_write,
             known_databases: DashSet::new(),
         }
     }
 
     /// Has database `db`'s writer apply `op` for the caller's person there:
     /// 401 without a token, 403 with one for other databases, 404 for an
-    /// unknown database.
+    /// unknown database. API keys the write asks for are hashed here, before
+    /// its turn, so the writer never waits for them.
     pub async fn write_as(&self, caller: &Caller, db: &str, op: WriteOp) -> Result<WriteOutcome, ApiError> {
         let actor = caller.require_person(db)?.to_owned();
         self.require_database(db).await?;
-        self.writers
-            .write(WriteRequest {
-                db: db.to_owned(),
-                actor,
-                op,
-            })
-            .await
+        let request = WriteRequest {
+            db: db.to_owned(),
+            actor,
+            op,
+        };
+        let keys = write::prepare_keys(&self.pool, &request).await?;
+        self.writers.write(request, keys).await
     }
 
     /// 404 unless database `db` exists.

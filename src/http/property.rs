@@ -94,7 +94,7 @@ pub async fn visible_value(
 /// `DELETE /api/{db}/property/{_id}`: soft-deletes the value → `{"deleted":true}`.
 #[utoipa::path(
     delete, path = "/api/{db}/property/{id}", operation_id = "delete_property", tag = "properties", summary = "Delete one value",
-    description = "Soft-deletes the value (editors and up). `_type`, other system properties, `billing_*` values and the last `_owner` cannot be deleted.",
+    description = "Soft-deletes the value (editors and up; owners for rights values and `_parent`, which also needs `_expander` on the parent it names, unless that parent is deleted). `_type`, `_created`, `billing_*` values and the last `_owner` cannot be deleted.",
     security(("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Property value id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c6")),
     responses(
