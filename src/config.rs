@@ -46,6 +46,8 @@ pub struct DataSettings {
 #[derive(Debug, Clone, Deserialize)]
 pub struct AuthSettings {
     pub jwt_secret: String,
+    #[serde(deserialize_with = "list_or_comma_separated")]
+    pub previous_jwt_secrets: Vec<String>,
     pub untyped_tokens_until: chrono::NaiveDate,
 }
 

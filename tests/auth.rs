@@ -1,5 +1,5 @@
-//! Tokens: API-key login, refresh limits, address binding, token kinds, and
-//! the usage endpoint.
+//! Tokens: API-key login, refresh limits, address binding, token kinds,
+//! secret rotation, and the usage endpoint.
 
 mod common;
 
@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use chrono::Duration;
 use common::{JWT_SECRET, TestApp};
-use eds::auth::jwt::{Claims, JwtKeys};
+use eds::auth::jwt::{Claims, JwtKeys, key_id};
 use serde_json::{Value as Json, json};
 
 fn keys() -> JwtKeys {
@@ -19,6 +19,21 @@ fn keys() -> JwtKeys {
 
 async fn refresh(app: &TestApp, token: &str) -> (u16, Json) {
     app.get("/api/auth/refresh", token).await
+}
+
+/// `GET /api/demo` (a route that needs a person in `demo`) with `token`.
+async fn usage_status(app: &TestApp, token: &str) -> (u16, Json) {
+    app.get("/api/demo", token).await
+}
+
+fn assert_invalid_token((status, body): (u16, Json)) {
+    assert_eq!(
+        (status, body),
+        (
+            401,
+            json!({"status": 401, "error": "unauthorized", "message": "Invalid token"})
+        )
+    );
 }
 
 #[tokio::test]
@@ -280,4 +295,44 @@ async fn login_fields_cannot_be_written_through_the_api_and_nothing_is_written()
         me["entity"].get("service_user").is_none() && me["entity"].get("note").is_none(),
         "{me}"
     );
+}
+
+#[tokio::test]
+async fn a_token_signed_with_a_previous_secret_is_accepted_while_that_secret_is_listed() {
+    let app = TestApp::start_with(
+        common::Storage::Local,
+        &[("auth.previous_jwt_secrets", "an old secret".to_owned())],
+    )
+    .await;
+    let accounts = BTreeMap::from([("demo".to_owned(), app.person.clone())]);
+    let claims = Claims::access("x".into(), accounts, None, chrono::Utc::now());
+    let old = JwtKeys::new(b"an old secret", chrono::NaiveDate::from_ymd_opt(2026, 11, 6).unwrap())
+        .sign(&claims)
+        .unwrap();
+    let (status, body) = usage_status(&app, &old).await;
+    assert_eq!(status, 200, "{body}");
+    // a secret never configured still signs nothing acceptable
+    let forged = JwtKeys::new(
+        b"a guessed secret",
+        chrono::NaiveDate::from_ymd_opt(2026, 11, 6).unwrap(),
+    )
+    .sign(&claims)
+    .unwrap();
+    assert_invalid_token(usage_status(&app, &forged).await);
+    // new tokens are signed with the current secret, and say so
+    let fresh = app.owner_token().await;
+    let header = jsonwebtoken::decode_header(&fresh).unwrap();
+    assert_eq!(header.kid, Some(key_id(JWT_SECRET.as_bytes())));
+    assert_eq!(usage_status(&app, &fresh).await.0, 200);
+}
+
+#[tokio::test]
+async fn a_token_signed_with_a_secret_no_longer_listed_is_invalid_token() {
+    let app = TestApp::start().await;
+    let accounts = BTreeMap::from([("demo".to_owned(), app.person.clone())]);
+    let old = JwtKeys::new(b"an old secret", chrono::NaiveDate::from_ymd_opt(2026, 11, 6).unwrap())
+        .sign(&Claims::access("x".into(), accounts, None, chrono::Utc::now()))
+        .unwrap();
+    assert_invalid_token(usage_status(&app, &old).await);
+    assert_eq!(usage_status(&app, &app.owner_token().await).await.0, 200);
 }
