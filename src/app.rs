@@ -116,6 +116,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
     Ok(web::Data::new(AppState::new(
         pool,
         jwt,
+        http::auth::LoginChecks::new(settings.auth.revocation_check_seconds),
         writers,
         trusted_proxies,
         files,

@@ -49,6 +49,7 @@ pub struct AuthSettings {
     #[serde(deserialize_with = "list_or_comma_separated")]
     pub previous_jwt_secrets: Vec<String>,
     pub untyped_tokens_until: chrono::NaiveDate,
+    pub revocation_check_seconds: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]

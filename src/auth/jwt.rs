@@ -189,6 +189,8 @@ pub enum Refusal {
     IdleLimit,
     /// Refresh past 30 days from the login.
     SessionLimit,
+    /// The login it stands for, or every person it names, is deleted.
+    Revoked,
 }
 
 impl Refusal {
@@ -202,6 +204,7 @@ impl Refusal {
             Refusal::Unbound => "unbound",
             Refusal::IdleLimit => "idle_limit",
             Refusal::SessionLimit => "session_limit",
+            Refusal::Revoked => "revoked",
         }
     }
 }
@@ -212,7 +215,9 @@ impl From<Refusal> for ApiError {
             Refusal::Expired => "Token expired",
             Refusal::IdleLimit => "Token too old, re-authenticate",
             Refusal::SessionLimit => "Session expired, re-authenticate",
-            Refusal::Invalid | Refusal::WrongUse | Refusal::IpMismatch | Refusal::Unbound => "Invalid token",
+            Refusal::Invalid | Refusal::WrongUse | Refusal::IpMismatch | Refusal::Unbound | Refusal::Revoked => {
+                "Invalid token"
+            }
         })
     }
 }
