@@ -93,7 +93,8 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
 /// The shared state for a server on `pool`.
 pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, String> {
     let secret = jwt_secret(settings)?;
-    let jwt = JwtKeys::new(&secret, settings.auth.untyped_tokens_until);
+    let jwt = JwtKeys::new(&secret, settings.auth.untyped_tokens_until)
+        .with_previous_secrets(&settings.auth.previous_jwt_secrets);
     let trusted_proxies = settings
         .http
         .trusted_proxies
@@ -115,6 +116,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
     Ok(web::Data::new(AppState::new(
         pool,
         jwt,
+        http::auth::LoginChecks::new(settings.auth.revocation_check_seconds),
         writers,
         trusted_proxies,
         files,

@@ -43,10 +43,23 @@ pub struct DataSettings {
     pub dir: PathBuf,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 pub struct AuthSettings {
     pub jwt_secret: String,
+    #[serde(deserialize_with = "list_or_comma_separated")]
+    pub previous_jwt_secrets: Vec<String>,
     pub untyped_tokens_until: chrono::NaiveDate,
+    pub revocation_check_seconds: u64,
+}
+
+/// Secrets stay out of debug output (and so out of logs).
+impl std::fmt::Debug for AuthSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthSettings")
+            .field("untyped_tokens_until", &self.untyped_tokens_until)
+            .field("revocation_check_seconds", &self.revocation_check_seconds)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

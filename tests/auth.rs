@@ -1,5 +1,5 @@
-//! Tokens: API-key login, refresh limits, address binding, token kinds, and
-//! the usage endpoint.
+//! Tokens: API-key login, refresh limits, address binding, token kinds,
+//! revocation, secret rotation, and the usage endpoint.
 
 mod common;
 
@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use chrono::Duration;
 use common::{JWT_SECRET, TestApp};
-use eds::auth::jwt::{Claims, JwtKeys};
+use eds::auth::jwt::{Claims, JwtKeys, key_id};
 use serde_json::{Value as Json, json};
 
 fn keys() -> JwtKeys {
@@ -19,6 +19,50 @@ fn keys() -> JwtKeys {
 
 async fn refresh(app: &TestApp, token: &str) -> (u16, Json) {
     app.get("/api/auth/refresh", token).await
+}
+
+/// A second database `other` beside `demo`, on the same PostgreSQL.
+async fn other_database(app: &TestApp) -> eds::db::databases::CreatedDatabase {
+    eds::db::databases::create(&app.pool, "other", "other@example.com", "Other Owner")
+        .await
+        .expect("create the other database")
+}
+
+/// A new API key on `person`: its value id and the plain key.
+async fn add_key(app: &TestApp, owner: &str, person: &str) -> (String, String) {
+    let (status, body) = app
+        .post(
+            &format!("/api/demo/entity/{person}"),
+            owner,
+            json!({"type": "service_api_key", "string": "generate"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let key = &body["properties"][0];
+    (
+        key["_id"].as_str().unwrap().to_owned(),
+        key["string"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// Lets the default revocation check interval (60 seconds) pass.
+fn wait_out_the_check_interval(app: &TestApp) {
+    app.state.clock.advance(Duration::seconds(61));
+}
+
+/// `GET /api/demo` (a route that needs a person in `demo`) with `token`.
+async fn usage_status(app: &TestApp, token: &str) -> (u16, Json) {
+    app.get("/api/demo", token).await
+}
+
+fn assert_invalid_token((status, body): (u16, Json)) {
+    assert_eq!(
+        (status, body),
+        (
+            401,
+            json!({"status": 401, "error": "unauthorized", "message": "Invalid token"})
+        )
+    );
 }
 
 #[tokio::test]
@@ -216,7 +260,8 @@ async fn usage_object_reports_entities_values_requests_and_limits() {
 async fn usage_needs_a_token_for_that_database() {
     let app = TestApp::start().await;
     assert_eq!(app.call("GET", "/api/demo", None, None).await.0, 401);
-    let accounts = BTreeMap::from([("other".to_owned(), app.person.clone())]);
+    let other = other_database(&app).await;
+    let accounts = BTreeMap::from([("other".to_owned(), other.person_id)]);
     let other = keys()
         .sign(&Claims::access("x".into(), accounts, None, chrono::Utc::now()))
         .unwrap();
@@ -280,4 +325,141 @@ async fn login_fields_cannot_be_written_through_the_api_and_nothing_is_written()
         me["entity"].get("service_user").is_none() && me["entity"].get("note").is_none(),
         "{me}"
     );
+}
+
+#[tokio::test]
+async fn a_token_stops_working_once_its_api_key_is_deleted_and_other_keys_keep_working() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let (person, _) = app.add_person(&owner, "Robot").await;
+    let (exposed_id, exposed) = add_key(&app, &owner, &person).await;
+    let (_, kept) = add_key(&app, &owner, &person).await;
+    let stolen = app.token_for(&exposed).await;
+    let kept_token = app.token_for(&kept).await;
+    assert_eq!(usage_status(&app, &stolen).await.0, 200);
+
+    let (status, body) = app.delete(&format!("/api/demo/property/{exposed_id}"), &owner).await;
+    assert_eq!(status, 200, "{body}");
+    wait_out_the_check_interval(&app);
+    assert_invalid_token(usage_status(&app, &stolen).await);
+    assert_invalid_token(app.get(&format!("/api/demo/entity/{person}"), &stolen).await);
+    let (status, body) = refresh(&app, &stolen).await;
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (401, Some("No accessible accounts"))
+    );
+    // the person's other key, and its tokens, are untouched
+    assert_eq!(usage_status(&app, &kept_token).await.0, 200);
+    let (status, body) = refresh(&app, &kept_token).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(usage_status(&app, &app.token_for(&kept).await).await.0, 200);
+}
+
+#[tokio::test]
+async fn a_token_stops_working_once_its_key_is_revoked_from_the_command_line() {
+    let app = TestApp::start_with(
+        common::Storage::Local,
+        &[("auth.revocation_check_seconds", "0".to_owned())],
+    )
+    .await;
+    let owner = app.owner_token().await;
+    let (person, _) = app.add_person(&owner, "Robot").await;
+    let (value_id, key) = add_key(&app, &owner, &person).await;
+    let token = app.token_for(&key).await;
+    assert_eq!(usage_status(&app, &token).await.0, 200);
+
+    // `eds key revoke demo VALUE_ID`, as another process runs it
+    eds::admin::revoke_key(&app.pool, "demo", &value_id).await.unwrap();
+    // 0 seconds: looked up on every request
+    assert_invalid_token(usage_status(&app, &token).await);
+    assert_eq!(usage_status(&app, &owner).await.0, 200);
+}
+
+#[tokio::test]
+async fn a_token_stops_working_once_its_person_is_deleted() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let (person, key) = app.add_person(&owner, "Leaver").await;
+    let token = app.token_for(&key).await;
+    assert_eq!(usage_status(&app, &token).await.0, 200);
+
+    let (status, body) = app.delete(&format!("/api/demo/entity/{person}"), &owner).await;
+    assert_eq!(status, 200, "{body}");
+    wait_out_the_check_interval(&app);
+    assert_invalid_token(usage_status(&app, &token).await);
+    assert_invalid_token(app.get("/api/demo/entity", &token).await);
+    let (status, body) = refresh(&app, &token).await;
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (401, Some("No accessible accounts"))
+    );
+    assert_eq!(usage_status(&app, &owner).await.0, 200);
+}
+
+#[tokio::test]
+async fn a_token_for_several_databases_loses_only_the_one_whose_person_is_deleted() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let (person, _) = app.add_person(&owner, "Traveller").await;
+    let other = other_database(&app).await;
+    let accounts = BTreeMap::from([
+        ("demo".to_owned(), person.clone()),
+        ("other".to_owned(), other.person_id),
+    ]);
+    let token = keys()
+        .sign(&Claims::access("x".into(), accounts, None, chrono::Utc::now()))
+        .unwrap();
+    assert_eq!(usage_status(&app, &token).await.0, 200);
+
+    let (status, body) = app.delete(&format!("/api/demo/entity/{person}"), &owner).await;
+    assert_eq!(status, 200, "{body}");
+    wait_out_the_check_interval(&app);
+    let (status, body) = usage_status(&app, &token).await;
+    assert_eq!(
+        (status, body["message"].as_str()),
+        (403, Some("The token gives no access to this database")),
+        "{body}"
+    );
+    let (status, body) = app.get("/api/other", &token).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
+async fn a_token_signed_with_a_previous_secret_is_accepted_while_that_secret_is_listed() {
+    let app = TestApp::start_with(
+        common::Storage::Local,
+        &[("auth.previous_jwt_secrets", "an old secret".to_owned())],
+    )
+    .await;
+    let accounts = BTreeMap::from([("demo".to_owned(), app.person.clone())]);
+    let claims = Claims::access("x".into(), accounts, None, chrono::Utc::now());
+    let old = JwtKeys::new(b"an old secret", chrono::NaiveDate::from_ymd_opt(2026, 11, 6).unwrap())
+        .sign(&claims)
+        .unwrap();
+    let (status, body) = usage_status(&app, &old).await;
+    assert_eq!(status, 200, "{body}");
+    // a secret never configured still signs nothing acceptable
+    let forged = JwtKeys::new(
+        b"a guessed secret",
+        chrono::NaiveDate::from_ymd_opt(2026, 11, 6).unwrap(),
+    )
+    .sign(&claims)
+    .unwrap();
+    assert_invalid_token(usage_status(&app, &forged).await);
+    // new tokens are signed with the current secret, and say so
+    let fresh = app.owner_token().await;
+    let header = jsonwebtoken::decode_header(&fresh).unwrap();
+    assert_eq!(header.kid, Some(key_id(JWT_SECRET.as_bytes())));
+    assert_eq!(usage_status(&app, &fresh).await.0, 200);
+}
+
+#[tokio::test]
+async fn a_token_signed_with_a_secret_no_longer_listed_is_invalid_token() {
+    let app = TestApp::start().await;
+    let accounts = BTreeMap::from([("demo".to_owned(), app.person.clone())]);
+    let old = JwtKeys::new(b"an old secret", chrono::NaiveDate::from_ymd_opt(2026, 11, 6).unwrap())
+        .sign(&Claims::access("x".into(), accounts, None, chrono::Utc::now()))
+        .unwrap();
+    assert_invalid_token(usage_status(&app, &old).await);
+    assert_eq!(usage_status(&app, &app.owner_token().await).await.0, 200);
 }

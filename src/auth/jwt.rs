@@ -1,4 +1,5 @@
-//! JWTs: HS256, 12 hours. Claims:
+//! JWTs: HS256, 12 hours. The header's `kid` names the secret that signed
+//! the token (see [`key_id`]), so secrets can be rotated. Claims:
 //! - `use`: the kind of token; the REST API accepts only `access`.
 //! - `sub`: the login the token stands for (`api_key:<db>:<value id>` for an API key).
 //! - `accounts`: database name → the caller's person id in it.
@@ -11,6 +12,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, NaiveDate, Utc};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::http::error::ApiError;
 
@@ -68,10 +70,19 @@ impl Claims {
     }
 }
 
-/// Signs and checks tokens with the configured secret.
+/// The `kid` of tokens signed with `secret`: the first 8 hex characters of
+/// its SHA-256, which tells secrets apart without revealing them.
+pub fn key_id(secret: &[u8]) -> String {
+    hex::encode(Sha256::digest(secret))[..8].to_owned()
+}
+
+/// Signs tokens with the current secret; checks them with the secret their
+/// `kid` names, the current one or a previous one still accepted.
 pub struct JwtKeys {
     encoding: EncodingKey,
-    decoding: DecodingKey,
+    kid: String,
+    /// `(kid, key)` of the current secret first, then of the previous ones.
+    decoding: Vec<(String, DecodingKey)>,
     untyped_until: DateTime<Utc>,
 }
 
@@ -79,7 +90,8 @@ impl JwtKeys {
     pub fn new(secret: &[u8], untyped_tokens_until: NaiveDate) -> JwtKeys {
         JwtKeys {
             encoding: EncodingKey::from_secret(secret),
-            decoding: DecodingKey::from_secret(secret),
+            kid: key_id(secret),
+            decoding: vec![(key_id(secret), DecodingKey::from_secret(secret))],
             untyped_until: untyped_tokens_until
                 .and_hms_opt(0, 0, 0)
                 .expect("midnight exists")
@@ -87,9 +99,22 @@ impl JwtKeys {
         }
     }
 
+    /// Also accepts tokens signed with `previous` secrets (rotation).
+    pub fn with_previous_secrets<S: AsRef<[u8]>>(mut self, previous: &[S]) -> JwtKeys {
+        self.decoding.extend(
+            previous
+                .iter()
+                .map(|secret| (key_id(secret.as_ref()), DecodingKey::from_secret(secret.as_ref()))),
+        );
+        self
+    }
+
     pub fn sign(&self, claims: &Claims) -> Result<String, ApiError> {
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &self.encoding)
-            .map_err(|e| ApiError::internal("cannot sign a token", e))
+        let header = Header {
+            kid: Some(self.kid.clone()),
+            ..Header::new(Algorithm::HS256)
+        };
+        jsonwebtoken::encode(&header, claims, &self.encoding).map_err(|e| ApiError::internal("cannot sign a token", e))
     }
 
     /// Checks a token presented to the REST API: signature, expiry, `use`, and
@@ -122,11 +147,15 @@ impl JwtKeys {
     }
 
     fn verify_signature(&self, token: &str) -> Result<Claims, Refusal> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| Refusal::Invalid)?;
+        // Tokens from before `kid` existed were signed with the current secret.
+        let kid = header.kid.as_deref().unwrap_or(&self.kid);
+        let (_, key) = self.decoding.iter().find(|(id, _)| id == kid).ok_or(Refusal::Invalid)?;
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = 0;
         validation.validate_exp = false; // checked by the callers against the injected clock
         validation.required_spec_claims.clear();
-        jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation)
+        jsonwebtoken::decode::<Claims>(token, key, &validation)
             .map(|data| data.claims)
             .map_err(|_| Refusal::Invalid)
     }
@@ -147,7 +176,7 @@ impl JwtKeys {
 /// Why a token was refused; each answers 401 with the spec's message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
-    /// Malformed, or not signed with the service's secret.
+    /// Malformed, or not signed with a secret the service accepts.
     Invalid,
     Expired,
     /// Not an access token (or an untyped one past the cutoff).
@@ -160,6 +189,8 @@ pub enum Refusal {
     IdleLimit,
     /// Refresh past 30 days from the login.
     SessionLimit,
+    /// The login it stands for, or every person it names, is deleted.
+    Revoked,
 }
 
 impl Refusal {
@@ -173,6 +204,7 @@ impl Refusal {
             Refusal::Unbound => "unbound",
             Refusal::IdleLimit => "idle_limit",
             Refusal::SessionLimit => "session_limit",
+            Refusal::Revoked => "revoked",
         }
     }
 }
@@ -183,7 +215,9 @@ impl From<Refusal> for ApiError {
             Refusal::Expired => "Token expired",
             Refusal::IdleLimit => "Token too old, re-authenticate",
             Refusal::SessionLimit => "Session expired, re-authenticate",
-            Refusal::Invalid | Refusal::WrongUse | Refusal::IpMismatch | Refusal::Unbound => "Invalid token",
+            Refusal::Invalid | Refusal::WrongUse | Refusal::IpMismatch | Refusal::Unbound | Refusal::Revoked => {
+                "Invalid token"
+            }
         })
     }
 }
@@ -263,5 +297,50 @@ mod tests {
                 "{kind:?}"
             );
         }
+    }
+
+    #[test]
+    fn tokens_name_their_secret_and_previous_secrets_still_verify() {
+        let now = Utc::now();
+        let old = keys().sign(&claims(now)).unwrap();
+        let cutoff = NaiveDate::from_ymd_opt(2026, 11, 6).unwrap();
+        let rotated = JwtKeys::new(b"new secret", cutoff).with_previous_secrets(&["secret"]);
+        assert_eq!(rotated.verify_access(&old, "127.0.0.1", now).unwrap(), claims(now));
+        let fresh = rotated.sign(&claims(now)).unwrap();
+        let kid = jsonwebtoken::decode_header(&fresh).unwrap().kid.unwrap();
+        assert_eq!(kid, key_id(b"new secret"));
+        assert_eq!(kid.len(), 8);
+        assert_eq!(
+            keys().verify_access(&fresh, "127.0.0.1", now).unwrap_err(),
+            Refusal::Invalid
+        );
+        // the old secret dropped from the list: its tokens are refused
+        let dropped = JwtKeys::new(b"new secret", cutoff);
+        assert_eq!(
+            dropped.verify_access(&old, "127.0.0.1", now).unwrap_err(),
+            Refusal::Invalid
+        );
+    }
+
+    #[test]
+    fn tokens_without_kid_verify_against_the_current_secret_only() {
+        let now = Utc::now();
+        let unnamed = |secret: &[u8]| {
+            jsonwebtoken::encode(
+                &Header::new(Algorithm::HS256),
+                &claims(now),
+                &EncodingKey::from_secret(secret),
+            )
+            .unwrap()
+        };
+        let cutoff = NaiveDate::from_ymd_opt(2026, 11, 6).unwrap();
+        let rotated = JwtKeys::new(b"new secret", cutoff).with_previous_secrets(&["secret"]);
+        assert!(rotated.verify_access(&unnamed(b"new secret"), "127.0.0.1", now).is_ok());
+        assert_eq!(
+            rotated
+                .verify_access(&unnamed(b"secret"), "127.0.0.1", now)
+                .unwrap_err(),
+            Refusal::Invalid
+        );
     }
 }

@@ -407,6 +407,47 @@ pub async fn api_key_candidates(conn: &mut AsyncPgConnection, lookup: &str) -> Q
         .collect())
 }
 
+/// What is still live of a token's login, in one statement: which of
+/// `persons` (`(db, entity id)`) are live entities, and whether the API key
+/// value `key` (`(db, value id)`), if the login is one, is a live key.
+pub async fn live_login(
+    conn: &mut AsyncPgConnection,
+    key: Option<(&str, &str)>,
+    persons: &[(&str, &str)],
+) -> QueryResult<(bool, Vec<(String, String)>)> {
+    use diesel::sql_types::{Array, Bool, Nullable, Text};
+    #[derive(QueryableByName)]
+    struct Live {
+        #[diesel(sql_type = Bool)]
+        is_key: bool,
+        #[diesel(sql_type = Text)]
+        db: String,
+        #[diesel(sql_type = Text)]
+        id: String,
+    }
+    let (dbs, ids): (Vec<&str>, Vec<&str>) = persons.iter().copied().unzip();
+    let rows: Vec<Live> = diesel::sql_query(
+        "SELECT false AS is_key, db, id FROM entities \
+         WHERE (db, id) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND deleted_at IS NULL \
+         UNION ALL SELECT true, db, id FROM property_values \
+         WHERE db = $3 AND id = $4 AND prop = $5 AND deleted_at IS NULL",
+    )
+    .bind::<Array<Text>, _>(dbs)
+    .bind::<Array<Text>, _>(ids)
+    .bind::<Nullable<Text>, _>(key.map(|(db, _)| db))
+    .bind::<Nullable<Text>, _>(key.map(|(_, id)| id))
+    .bind::<Text, _>(crate::model::API_KEY_PROPERTY)
+    .load(conn)
+    .await?;
+    let key_live = rows.iter().any(|row| row.is_key);
+    let live = rows
+        .into_iter()
+        .filter(|row| !row.is_key)
+        .map(|row| (row.db, row.id))
+        .collect();
+    Ok((key_live, live))
+}
+
 /// Holds the lock of counter `prop` in `db` until the transaction ends.
 pub async fn lock_counter(conn: &mut AsyncPgConnection, db: &str, prop: &str) -> QueryResult<()> {
     diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")

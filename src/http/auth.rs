@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use chrono::DateTime;
+use chrono::{DateTime, Utc};
+use dashmap::DashMap;
 use diesel_async::AsyncPgConnection;
 use serde::Deserialize;
 use serde_json::json;
@@ -12,8 +13,8 @@ use super::error::ApiError;
 use super::openapi as doc;
 use super::{AppState, bearer, client_ip};
 use crate::auth::api_key;
-use crate::auth::jwt::Claims;
-use crate::db::values;
+use crate::auth::jwt::{Claims, Refusal};
+use crate::db::{Pool, values};
 use crate::metrics;
 use crate::view::format_datetime;
 
@@ -27,6 +28,104 @@ pub struct AuthQuery {
 /// The login an API key stands for, as the token's `sub` names it.
 fn api_key_login(db: &str, value_id: &str) -> String {
     format!("api_key:{db}:{value_id}")
+}
+
+/// The database and value id of the API key a token's `sub` names, if it names one.
+fn api_key_of(sub: &str) -> Option<(&str, &str)> {
+    sub.strip_prefix("api_key:")?.split_once(':')
+}
+
+/// What is left of a token's login when it was last looked up: the
+/// databases whose person is live, or `None` when the login is revoked.
+struct Checked {
+    at: DateTime<Utc>,
+    accounts: Option<BTreeMap<String, String>>,
+}
+
+/// Checks that an accepted token's login still stands: its API key is not
+/// deleted, and of its `accounts` only databases whose person entity is live
+/// remain. A token whose key is gone, or which named persons and has none
+/// left, is revoked (401 `Invalid token`). Answers are kept per login and
+/// accounts for `auth.revocation_check_seconds`, so a deletion stops its
+/// tokens within that time in every process, at one indexed query per
+/// login and interval.
+pub struct LoginChecks {
+    ttl_seconds: i64,
+    checked: DashMap<(String, BTreeMap<String, String>), Checked>,
+}
+
+/// Past this many kept answers, a lookup first drops the stale ones.
+const KEPT_CHECKS: usize = 4096;
+
+impl LoginChecks {
+    pub fn new(ttl_seconds: u64) -> LoginChecks {
+        LoginChecks {
+            ttl_seconds: i64::try_from(ttl_seconds).unwrap_or(i64::MAX),
+            checked: DashMap::new(),
+        }
+    }
+
+    /// `claims` with only the databases whose person is live; counted and
+    /// refused under `flow` when the login is revoked.
+    pub async fn live_claims(
+        &self,
+        pool: &Pool,
+        now: DateTime<Utc>,
+        mut claims: Claims,
+        flow: &'static str,
+    ) -> Result<Claims, ApiError> {
+        // A clock set back makes an answer stale too, never fresher.
+        let fresh = |at: DateTime<Utc>| (0..self.ttl_seconds).contains(&(now - at).num_seconds());
+        let key = (claims.sub.clone(), claims.accounts.clone());
+        let kept = self
+            .checked
+            .get(&key)
+            .filter(|checked| fresh(checked.at))
+            .map(|checked| checked.accounts.clone());
+        let accounts = match kept {
+            Some(accounts) => accounts,
+            None => {
+                let accounts = look_up(pool, &claims).await?;
+                if self.checked.len() >= KEPT_CHECKS {
+                    self.checked.retain(|_, checked| fresh(checked.at));
+                }
+                self.checked.insert(
+                    key,
+                    Checked {
+                        at: now,
+                        accounts: accounts.clone(),
+                    },
+                );
+                accounts
+            }
+        };
+        claims.accounts = accounts.ok_or_else(|| {
+            metrics::token_refused(flow, Refusal::Revoked.reason());
+            ApiError::from(Refusal::Revoked)
+        })?;
+        Ok(claims)
+    }
+}
+
+/// The databases of `claims` whose person is live, or `None` when the login is revoked.
+async fn look_up(pool: &Pool, claims: &Claims) -> Result<Option<BTreeMap<String, String>>, ApiError> {
+    let key = api_key_of(&claims.sub);
+    let persons: Vec<(&str, &str)> = claims
+        .accounts
+        .iter()
+        .map(|(db, person)| (db.as_str(), person.as_str()))
+        .collect();
+    let mut conn = pool.get().await?;
+    let (key_live, live) = values::live_login(&mut conn, key, &persons).await?;
+    if key.is_some() && !key_live {
+        return Ok(None);
+    }
+    let accounts: BTreeMap<String, String> = live.into_iter().collect();
+    // A token that never named a person (a new login's) has nothing to lose.
+    if accounts.is_empty() && !claims.accounts.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(accounts))
 }
 
 #[utoipa::path(
@@ -111,7 +210,7 @@ pub async fn refresh(state: web::Data<AppState>, req: HttpRequest) -> Result<Htt
 /// key reaches its entity's database while the key and the entity live.
 async fn login_accounts(conn: &mut AsyncPgConnection, sub: &str) -> Result<BTreeMap<String, String>, ApiError> {
     let mut accounts = BTreeMap::new();
-    if let Some((db, value_id)) = sub.strip_prefix("api_key:").and_then(|rest| rest.split_once(':'))
+    if let Some((db, value_id)) = api_key_of(sub)
         && let Some(key) = values::find_value(conn, db, value_id).await?
         && key.deleted_at.is_none()
         && values::entity_exists(conn, db, &key.entity_id).await?

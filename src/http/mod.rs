@@ -10,13 +10,13 @@ pub mod openapi;
 pub mod property;
 pub mod usage;
 
-use std::future::{Ready, ready};
 use std::net::IpAddr;
 
 use actix_web::dev::Payload;
 use actix_web::http::Method;
 use actix_web::{FromRequest, Handler, HttpRequest, Responder, Route, web};
 use dashmap::DashSet;
+use futures_util::future::LocalBoxFuture;
 
 use crate::actors::db_writer::Writers;
 use crate::auth::clock::Clock;
@@ -31,6 +31,8 @@ use error::ApiError;
 pub struct AppState {
     pub pool: Pool,
     pub jwt: JwtKeys,
+    /// Whether accepted tokens' logins still stand, looked up now and then.
+    pub logins: auth::LoginChecks,
     pub writers: Writers,
     pub trusted_proxies: Vec<IpAddr>,
     pub clock: Clock,
@@ -48,6 +50,7 @@ impl AppState {
     pub fn new(
         pool: Pool,
         jwt: JwtKeys,
+        logins: auth::LoginChecks,
         writers: Writers,
         trusted_proxies: Vec<IpAddr>,
         files: files::Files,
@@ -57,6 +60,7 @@ impl AppState {
         AppState {
             pool,
             jwt,
+            logins,
             writers,
             trusted_proxies,
             clock: Clock::default(),
@@ -125,14 +129,16 @@ impl Caller {
 
 impl FromRequest for Caller {
     type Error = ApiError;
-    type Future = Ready<Result<Caller, ApiError>>;
+    type Future = LocalBoxFuture<'static, Result<Caller, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(caller(req))
+        let req = req.clone();
+        Box::pin(async move { caller(&req).await })
     }
 }
 
-fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
+/// The caller of `req`: the token checked, then its login (see [`auth::LoginChecks`]).
+async fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
     let Some(token) = bearer(req) else {
         return Ok(Caller { claims: None });
     };
@@ -145,6 +151,10 @@ fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
             crate::metrics::token_refused("request", refusal.reason());
             ApiError::from(refusal)
         })?;
+    let claims = state
+        .logins
+        .live_claims(&state.pool, state.clock.now(), claims, "request")
+        .await?;
     Ok(Caller { claims: Some(claims) })
 }
 

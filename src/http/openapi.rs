@@ -177,7 +177,9 @@ impl Modify for Security {
                     .bearer_format("JWT")
                     .description(Some(
                         "An access token (HS256 JWT, 12 hours, bound to the client address) \
-                         from `GET /api/auth` or `GET /api/auth/refresh`.",
+                         from `GET /api/auth` or `GET /api/auth/refresh`. Refused (401 `Invalid token`) \
+                         within `auth.revocation_check_seconds` once the API key or the person it was \
+                         issued for is deleted.",
                     ))
                     .build(),
             ),
