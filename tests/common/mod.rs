@@ -82,6 +82,8 @@ pub fn settings_with(database_url: &str, data_dir: &std::path::Path, overrides: 
             pdfium_library().to_string_lossy().into_owned(),
         ),
         ("actors.thumbnail_workers", "2".to_owned()),
+        // the test binary is not `eds`: PDFs render in the real one
+        ("thumbnails.pdf_renderer", env!("CARGO_BIN_EXE_eds").to_owned()),
     ];
     all.extend(overrides.iter().cloned());
     Settings::load_with(all).expect("test settings")
