@@ -180,7 +180,13 @@ impl TestApp {
             pool,
             person: created.person_id,
             key: created.api_key,
-            http: reqwest::Client::new(),
+            // Idle connections are dropped before the server's 5 s keep-alive
+            // closes them: a request sent on one as it closes fails (a test
+            // encoding a large image between requests on a loaded machine).
+            http: reqwest::Client::builder()
+                .pool_idle_timeout(std::time::Duration::from_secs(2))
+                .build()
+                .unwrap(),
             state,
             objects_dir,
             server,
