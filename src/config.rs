@@ -69,6 +69,7 @@ pub struct ActorSettings {
     pub formula_poll_ms: u64,
     pub thumbnail_workers: usize,
     pub thumbnail_queue: usize,
+    pub thumbnail_wait_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -119,6 +120,7 @@ impl std::fmt::Debug for S3Settings {
 pub struct ThumbnailSettings {
     pub pdfium_library: PathBuf,
     pub pdf_timeout_ms: u64,
+    pub pdf_renderer: PathBuf,
 }
 
 #[derive(Debug, Clone, Deserialize)]

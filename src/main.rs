@@ -46,6 +46,14 @@ enum Command {
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
+    /// The server's PDF worker: a PDF on stdin, its thumbnail JPEG on stdout.
+    #[command(hide = true)]
+    RenderPdf {
+        #[arg(long, value_name = "PATH")]
+        library: PathBuf,
+        #[arg(long)]
+        size: u32,
+    },
 }
 
 #[derive(Subcommand)]
@@ -90,6 +98,10 @@ enum KeyCommand {
 
 fn main() {
     let cli = Cli::parse();
+    // Before the configuration: the worker reads nothing else and opens no database.
+    if let Command::RenderPdf { library, size } = &cli.command {
+        std::process::exit(eds::thumbnail::render_pdf_worker(library, *size));
+    }
     if let Err(message) = run(cli) {
         eprintln!("eds: {message}");
         std::process::exit(1);
@@ -102,6 +114,7 @@ fn run(cli: Cli) -> Result<(), String> {
     let (url, _cluster): (String, Option<ClusterGuard>) = app::database_url(&settings)?;
     let runtime = actix_web::rt::System::new();
     match cli.command {
+        Command::RenderPdf { .. } => Ok(()),
         Command::Serve => runtime.block_on(app::serve(settings, url)),
         Command::Migrate => {
             let applied = db::migrate(&url)?;

@@ -2,9 +2,10 @@
 //! centre-cropped (cover) JPEG of exactly the asked side. Images through the
 //! `image` crate (JPEG decoded at reduced scale when the thumbnail is much
 //! smaller), PDF first pages through PDFium; resizing with `fast_image_resize`.
-//! Callers run this off the async workers (see `actors::thumbnailer`).
+//! Callers run this off the async workers (see `actors::thumbnailer`); PDFs
+//! render in an `eds render-pdf` process ([`render_pdf_worker`]).
 
-use std::io::Cursor;
+use std::io::{Cursor, Read, Write};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -55,6 +56,27 @@ impl From<ThumbnailError> for ApiError {
             }
         };
         ApiError::new(status, code, error.to_string())
+    }
+}
+
+impl ThumbnailError {
+    /// How the `eds render-pdf` worker tells this failure.
+    fn exit_code(&self) -> i32 {
+        match self {
+            ThumbnailError::TooManyPixels => 4,
+            ThumbnailError::PdfUnavailable => 5,
+            _ => 3,
+        }
+    }
+
+    /// The failure a worker's exit code tells; a crash or an unknown code is
+    /// a file that could not be decoded.
+    pub fn from_exit_code(code: Option<i32>) -> ThumbnailError {
+        match code {
+            Some(4) => ThumbnailError::TooManyPixels,
+            Some(5) => ThumbnailError::PdfUnavailable,
+            _ => ThumbnailError::Undecodable,
+        }
     }
 }
 
@@ -204,6 +226,29 @@ pub fn render_pdf(pdfium: &Pdfium, bytes: &[u8], size: u32) -> Result<Vec<u8>, T
         .as_image()
         .map_err(|_| ThumbnailError::Undecodable)?;
     cover_jpeg(flatten(image), size)
+}
+
+/// The `eds render-pdf` worker: the PDF on stdin, its thumbnail JPEG on
+/// stdout, a failure told by the exit code. Run as a process so that the
+/// server can kill a rendering over its time limit (PDFium cannot be stopped).
+pub fn render_pdf_worker(library: &Path, size: u32) -> i32 {
+    let mut bytes = Vec::new();
+    let rendered = std::io::stdin()
+        .lock()
+        .take(MAX_SOURCE_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|_| ThumbnailError::Undecodable)
+        .and_then(|_| render_pdf(pdfium(library)?, &bytes, size));
+    match rendered {
+        Ok(jpeg) => {
+            let mut stdout = std::io::stdout().lock();
+            match stdout.write_all(&jpeg).and_then(|()| stdout.flush()) {
+                Ok(()) => 0,
+                Err(_) => 1,
+            }
+        }
+        Err(error) => error.exit_code(),
+    }
 }
 
 #[cfg(test)]

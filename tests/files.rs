@@ -5,6 +5,7 @@
 mod common;
 
 use std::io::Cursor;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{Storage, TestApp};
@@ -115,27 +116,62 @@ fn picture() -> DynamicImage {
 /// A one-page PDF (300×150 points): red, with a blue band in the middle third.
 fn pdf() -> Vec<u8> {
     let content = "1 0 0 rg 0 0 300 150 re f 0 0 1 rg 100 0 100 150 re f";
-    let objects = [
+    pdf_document(&[
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 150] /Contents 4 0 R /Resources << >> >>".to_owned(),
+        stream("<< ", content),
+    ])
+}
+
+/// A PDF bomb of a few hundred bytes: its page draws a form that draws the
+/// form below it ten times, seven levels deep, so PDFium fills 10^7
+/// rectangles (minutes of rendering; ten times fewer take about 18 s).
+fn pdf_bomb() -> Vec<u8> {
+    const DEPTH: usize = 7;
+    // objects 5.. are the forms, the deepest (a filled rectangle) first
+    let mut objects = vec![
+        format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 150] /Contents 4 0 R /Resources << /XObject << /F {} 0 R >> >> >>",
+            5 + DEPTH
+        ),
+        stream("<< ", "/F Do"),
+    ];
+    let form = "<< /Type /XObject /Subtype /Form /BBox [0 0 300 150] ";
+    objects.push(stream(&format!("{form}/Resources << >> "), "0 0 1 rg 0 0 300 150 re f"));
+    for level in 1..=DEPTH {
+        let resources = format!("/Resources << /XObject << /F {} 0 R >> >> ", 4 + level);
+        objects.push(stream(&format!("{form}{resources}"), &["/F Do"; 10].join(" ")));
+    }
+    pdf_document(&objects)
+}
+
+/// A stream object: its dictionary opened by `dictionary`, closed with `/Length`.
+fn stream(dictionary: &str, content: &str) -> String {
+    format!("{dictionary}/Length {} >>\nstream\n{content}\nendstream", content.len())
+}
+
+/// A PDF of a catalog (object 1), one page list (object 2) holding object 3,
+/// and `objects` as objects 3 onwards.
+fn pdf_document(objects: &[String]) -> Vec<u8> {
+    let mut all = vec![
         "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
         "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_owned(),
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 150] /Contents 4 0 R /Resources << >> >>".to_owned(),
-        format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()),
     ];
+    all.extend_from_slice(objects);
     let mut pdf = b"%PDF-1.4\n".to_vec();
     let mut offsets = Vec::new();
-    for (index, object) in objects.iter().enumerate() {
+    for (index, object) in all.iter().enumerate() {
         offsets.push(pdf.len());
         pdf.extend(format!("{} 0 obj\n{object}\nendobj\n", index + 1).bytes());
     }
     let xref = pdf.len();
-    pdf.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).bytes());
+    pdf.extend(format!("xref\n0 {}\n0000000000 65535 f \n", all.len() + 1).bytes());
     for offset in offsets {
         pdf.extend(format!("{offset:010} 00000 n \n").bytes());
     }
     pdf.extend(
         format!(
             "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-            objects.len() + 1
+            all.len() + 1
         )
         .bytes(),
     );
@@ -770,4 +806,171 @@ async fn a_pdf_over_its_time_limit_is_400() {
         (400, Some("PDF took too long to render")),
         "{body}"
     );
+}
+
+/// An app whose PDFs render in `eds` run through a link of its own (so that
+/// its processes are told apart from other tests'), with one rendering at a
+/// time and `pdf_timeout_ms`; answers the link beside the usual three.
+async fn setup_renderer(
+    pdf_timeout_ms: u64,
+    overrides: &[(&str, String)],
+) -> (TestApp, String, String, common::tempdir::Dir, PathBuf) {
+    let dir = common::tempdir::Dir::new();
+    let renderer = dir.0.join("eds-renderer");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_eds"), &renderer).unwrap();
+    let mut all = vec![
+        ("actors.thumbnail_workers", "1".to_owned()),
+        ("thumbnails.pdf_timeout_ms", pdf_timeout_ms.to_string()),
+        ("thumbnails.pdf_renderer", renderer.to_string_lossy().into_owned()),
+    ];
+    all.extend(overrides.iter().cloned());
+    let (app, token, entity) = setup(Storage::Local, &all).await;
+    (app, token, entity, dir, renderer)
+}
+
+/// This test process's children running `program`, from /proc.
+fn children_running(program: &Path) -> Vec<u32> {
+    let parent = std::process::id().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        // `pid (comm) state ppid …`; comm may hold spaces, so read after its `)`
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let argv0 = cmdline.split(|byte| *byte == 0).next().unwrap_or_default();
+        if ppid == Some(parent.as_str()) && argv0 == program.as_os_str().as_encoded_bytes() {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Waits (at most 30 s) until a `program` child of this process runs.
+async fn renderer_started(program: &Path) {
+    for _ in 0..3000 {
+        if !children_running(program).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no {} process started", program.display());
+}
+
+fn assert_pdf_too_long(status: u16, body: &Json) {
+    assert_eq!(
+        (status, body["error"].as_str(), body["message"].as_str()),
+        (400, Some("undecodable_file"), Some("PDF took too long to render")),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_pdf_bomb_is_stopped_at_its_time_limit_and_the_renderer_stays_free() {
+    let (app, token, entity, _dir, _renderer) = setup_renderer(2000, &[]).await;
+    let bomb = stored_file(
+        &app,
+        &token,
+        &entity,
+        "attachment",
+        "bomb.pdf",
+        pdf_bomb(),
+        "application/pdf",
+    )
+    .await;
+    let document = stored_file(&app, &token, &entity, "attachment", "doc.pdf", pdf(), "application/pdf").await;
+    let photo = stored_file(
+        &app,
+        &token,
+        &entity,
+        "photo",
+        "p.jpg",
+        encoded(picture(), ImageFormat::Jpeg),
+        "image/jpeg",
+    )
+    .await;
+    let bomb_path = format!("/api/demo/property/{bomb}/thumbnail/50");
+    let (status, body) = app.get(&bomb_path, &token).await;
+    assert_pdf_too_long(status, &body);
+    // The only worker is free again: a PDF and a JPEG render at once.
+    let thumb = thumbnail_image(&app, &format!("/api/demo/property/{document}/thumbnail/50"), &token).await;
+    assert_eq!(thumb.dimensions(), (50, 50));
+    assert_blue_centre(&thumb);
+    let thumb = thumbnail_image(&app, &format!("/api/demo/property/{photo}/thumbnail/200"), &token).await;
+    assert_eq!(thumb.dimensions(), (200, 200));
+    // The bomb's failure is remembered: answered again without a new process.
+    let started = app.state.files.thumbnailer.pdf_processes();
+    assert_eq!(started, 2);
+    for size in [50, 400] {
+        let (status, body) = app
+            .get(&format!("/api/demo/property/{bomb}/thumbnail/{size}"), &token)
+            .await;
+        assert_pdf_too_long(status, &body);
+    }
+    assert_eq!(app.state.files.thumbnailer.pdf_processes(), started);
+}
+
+#[tokio::test]
+async fn a_pdf_renderer_over_its_time_limit_leaves_no_process_behind() {
+    let (app, token, entity, _dir, renderer) = setup_renderer(1000, &[]).await;
+    let bomb = stored_file(
+        &app,
+        &token,
+        &entity,
+        "attachment",
+        "bomb.pdf",
+        pdf_bomb(),
+        "application/pdf",
+    )
+    .await;
+    let path = format!("/api/demo/property/{bomb}/thumbnail/50");
+    let ((status, body), ()) = tokio::join!(app.get(&path, &token), renderer_started(&renderer));
+    assert_pdf_too_long(status, &body);
+    assert_eq!(children_running(&renderer), Vec::<u32>::new());
+    // A PDF within the limit renders through the same program, which is gone after it too.
+    let document = stored_file(&app, &token, &entity, "attachment", "doc.pdf", pdf(), "application/pdf").await;
+    let thumb = thumbnail_image(&app, &format!("/api/demo/property/{document}/thumbnail/50"), &token).await;
+    assert_blue_centre(&thumb);
+    assert_eq!(children_running(&renderer), Vec::<u32>::new());
+}
+
+#[tokio::test]
+async fn a_rendering_waiting_past_thumbnail_wait_ms_answers_503_with_retry_after() {
+    let overrides = [("actors.thumbnail_wait_ms", "200".to_owned())];
+    let (app, token, entity, _dir, renderer) = setup_renderer(5000, &overrides).await;
+    let bomb = stored_file(
+        &app,
+        &token,
+        &entity,
+        "attachment",
+        "bomb.pdf",
+        pdf_bomb(),
+        "application/pdf",
+    )
+    .await;
+    let photo = stored_photo(&app, &token, &entity).await;
+    let photo_path = format!("{}/api/demo/property/{photo}/thumbnail/50", app.url);
+    let bomb_path = format!("/api/demo/property/{bomb}/thumbnail/50");
+    let waiting = async {
+        // The bomb holds the only worker: the photo waits its 200 ms, then gives up.
+        renderer_started(&renderer).await;
+        let response = app.http.get(&photo_path).bearer_auth(&token).send().await.unwrap();
+        common::assert_retry_later(response).await
+    };
+    let ((status, body), busy) = tokio::join!(app.get(&bomb_path, &token), waiting);
+    assert_pdf_too_long(status, &body);
+    assert_eq!(
+        (busy["status"].as_u64(), busy["error"].as_str()),
+        (Some(503), Some("thumbnails_busy")),
+        "{busy}"
+    );
+    // Once the worker is free the same photo renders.
+    let thumb = thumbnail_image(&app, &format!("/api/demo/property/{photo}/thumbnail/50"), &token).await;
+    assert_blue_centre(&thumb);
 }

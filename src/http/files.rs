@@ -40,7 +40,9 @@ impl Files {
             ThumbnailerConfig {
                 workers: settings.actors.thumbnail_workers,
                 queue: settings.actors.thumbnail_queue,
+                wait: Duration::from_millis(settings.actors.thumbnail_wait_ms),
                 pdf_timeout: Duration::from_millis(settings.thumbnails.pdf_timeout_ms),
+                pdf_renderer: settings.thumbnails.pdf_renderer.clone(),
                 pdfium_library: settings.thumbnails.pdfium_library.clone(),
             },
         );
@@ -128,7 +130,7 @@ fn invalid_key(db: &str) -> ApiError {
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3"), ("size" = u32, Path, description = "Side of the square thumbnail in pixels: 50, 200 or 400", example = 200)),
     responses(
         (status = 200, description = "Where to get the thumbnail", body = doc::SignedUrl, example = doc::thumbnail_example),
-        (status = 400, description = "Invalid `size`, an unsupported file type, an image over 40 megapixels, or a file that cannot be decoded", body = doc::ErrorBody),
+        (status = 400, description = "Invalid `size`, an unsupported file type, an image over 40 megapixels, a file that cannot be decoded, or a PDF over `thumbnails.pdf_timeout_ms` (a failure is answered again, without rendering, for 10 minutes)", body = doc::ErrorBody),
         (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
         (status = 404, description = "The entity is missing or not visible, has no `photo`, or its file is missing from storage", body = doc::ErrorBody),
         (status = 413, description = "The source file is larger than 25 MB", body = doc::ErrorBody),
@@ -172,7 +174,7 @@ pub async fn entity_thumbnail(
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Property value id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c6"), ("size" = u32, Path, description = "Side of the square thumbnail in pixels: 50, 200 or 400", example = 200)),
     responses(
         (status = 200, description = "Where to get the thumbnail", body = doc::SignedUrl, example = doc::thumbnail_example),
-        (status = 400, description = "Invalid `size`, an unsupported file type, an image over 40 megapixels, or a file that cannot be decoded", body = doc::ErrorBody),
+        (status = 400, description = "Invalid `size`, an unsupported file type, an image over 40 megapixels, a file that cannot be decoded, or a PDF over `thumbnails.pdf_timeout_ms` (a failure is answered again, without rendering, for 10 minutes)", body = doc::ErrorBody),
         (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
         (status = 404, description = "The value is missing or not visible, or its file is missing from storage", body = doc::ErrorBody),
         (status = 413, description = "The source file is larger than 25 MB", body = doc::ErrorBody),

@@ -82,6 +82,8 @@ pub fn settings_with(database_url: &str, data_dir: &std::path::Path, overrides: 
             pdfium_library().to_string_lossy().into_owned(),
         ),
         ("actors.thumbnail_workers", "2".to_owned()),
+        // the test binary is not `eds`: PDFs render in the real one
+        ("thumbnails.pdf_renderer", env!("CARGO_BIN_EXE_eds").to_owned()),
     ];
     all.extend(overrides.iter().cloned());
     Settings::load_with(all).expect("test settings")
@@ -178,7 +180,13 @@ impl TestApp {
             pool,
             person: created.person_id,
             key: created.api_key,
-            http: reqwest::Client::new(),
+            // Idle connections are dropped before the server's 5 s keep-alive
+            // closes them: a request sent on one as it closes fails (a test
+            // encoding a large image between requests on a loaded machine).
+            http: reqwest::Client::builder()
+                .pool_idle_timeout(std::time::Duration::from_secs(2))
+                .build()
+                .unwrap(),
             state,
             objects_dir,
             server,
