@@ -22,6 +22,7 @@ use crate::actors::db_writer::Writers;
 use crate::auth::clock::Clock;
 use crate::auth::jwt::{Claims, JwtKeys};
 use crate::db::{Pool, databases};
+use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::usage::Usage;
 use crate::write::{WriteOp, WriteOutcome, WriteRequest};
@@ -38,6 +39,8 @@ pub struct AppState {
     pub files: files::Files,
     /// List answers reused while their database is unchanged; `None` when turned off.
     pub answers: Option<AnswerCache>,
+    /// The connections expensive list queries may hold at once.
+    pub expensive: ExpensiveQueries,
     /// Databases seen to exist (databases are never removed while serving).
     known_databases: DashSet<String>,
 }
@@ -50,6 +53,7 @@ impl AppState {
         trusted_proxies: Vec<IpAddr>,
         files: files::Files,
         answers: Option<AnswerCache>,
+        expensive: ExpensiveQueries,
     ) -> AppState {
         AppState {
             pool,
@@ -60,6 +64,7 @@ impl AppState {
             usage: Usage::default(),
             files,
             answers,
+            expensive,
             known_databases: DashSet::new(),
         }
     }
