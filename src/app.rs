@@ -26,6 +26,7 @@ use crate::http::error::ApiError;
 use crate::http::files::Files;
 use crate::http::{self, AppState};
 use crate::limits::RateLimits;
+use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 
 /// Name of the database eds keeps in its private cluster.
@@ -122,6 +123,11 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         files,
         AnswerCache::new(settings.database.answer_cache_bytes),
         settings.limits.max_values_per_write,
+        ExpensiveQueries::new(
+            settings.database.expensive_queries,
+            settings.database.pool_size,
+            settings.database.statement_timeout_ms,
+        ),
     )))
 }
 

@@ -35,6 +35,7 @@ pub struct DatabaseSettings {
     pub migrate_on_start: bool,
     pub statement_timeout_ms: u64,
     pub pool_size: usize,
+    pub expensive_queries: usize,
     pub answer_cache_bytes: u64,
 }
 

@@ -1306,3 +1306,218 @@ async fn regex_word_boundaries_match_at_the_edges_of_words() {
         NONE
     );
 }
+
+// Pages longer than a chunk (500 entities) are streamed a chunk at a time;
+// queries no index can answer share a smaller budget of connections.
+
+/// `count` entities the owner sees, written in bulk on a connection of the
+/// test's own: number `n` (`i % 100`, so values repeat) in the document and
+/// the value rows, and on every seventh a reference to the owner.
+async fn bulk_entities(app: &TestApp, count: i64) {
+    let mut conn = <diesel_async::AsyncPgConnection as diesel_async::AsyncConnection>::establish(&app.database_url)
+        .await
+        .unwrap();
+    diesel_async::RunQueryDsl::execute(
+        diesel::sql_query(
+            "WITH n AS (SELECT i, 'bulk' || lpad(i::text, 20, '0') AS id FROM generate_series(1, $2) i), \
+             e AS (INSERT INTO entities (db, id, created_at, viewers, doc) \
+                   SELECT 'demo', n.id, now(), ARRAY[$1], jsonb_build_object('_id', n.id, 'n', \
+                     jsonb_build_array(jsonb_build_object('_id', 'v' || n.id, 'number', n.i % 100))) \
+                     || CASE WHEN n.i % 7 = 0 THEN jsonb_build_object('who', \
+                        jsonb_build_array(jsonb_build_object('_id', 'w' || n.id, 'reference', $1::text))) \
+                        ELSE '{}' END \
+                   FROM n RETURNING id) \
+             INSERT INTO property_values (db, id, entity_id, prop, number, created_at) \
+             SELECT 'demo', 'v' || e.id, e.id, 'n', n.i % 100, now() FROM e JOIN n ON n.id = e.id",
+        )
+        .bind::<diesel::sql_types::Text, _>(&app.person)
+        .bind::<diesel::sql_types::Integer, _>(count as i32),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    // as autovacuum would, so the planner knows the tables' new sizes
+    diesel_async::RunQueryDsl::execute(diesel::sql_query("ANALYZE entities, property_values"), &mut conn)
+        .await
+        .unwrap();
+}
+
+/// The answer's status and exact text.
+async fn answer_text(app: &TestApp, token: &str, query: &str) -> (u16, String) {
+    let response = app
+        .http
+        .get(format!("{}/api/demo/entity?{query}", app.url))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+/// The answer `limit` and `skip` should give, from pages of at most 100
+/// (short enough to be read whole), as the service writes it.
+async fn read_in_pages(app: &TestApp, token: &str, query: &str, limit: usize, skip: usize) -> String {
+    let mut entities = Vec::new();
+    let mut count = Json::Null;
+    while entities.len() < limit {
+        let take = (limit - entities.len()).min(100);
+        let at = skip + entities.len();
+        let (status, body) = app
+            .get(&format!("/api/demo/entity?{query}&limit={take}&skip={at}"), token)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        count = body["count"].clone();
+        let page = body["entities"].as_array().unwrap().clone();
+        if page.is_empty() {
+            break;
+        }
+        entities.extend(page);
+    }
+    json!({"entities": entities, "count": count, "limit": limit, "skip": skip}).to_string()
+}
+
+#[tokio::test]
+async fn a_page_longer_than_a_chunk_is_the_same_answer_as_its_pages() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    bulk_entities(&app, 1234).await;
+    for (query, limit, skip) in [
+        ("n.number.gte=0", 2000, 0),
+        ("n.number.gte=0", 1000, 100),
+        ("n.number.gte=0&sort=-_id", 700, 3),
+        ("n.number.lt=50&props=who", 600, 0),
+        ("n.number.gte=0", 600, 5000),
+    ] {
+        let (status, streamed) = answer_text(&app, &token, &format!("{query}&limit={limit}&skip={skip}")).await;
+        assert_eq!(status, 200, "{streamed}");
+        let expected = read_in_pages(&app, &token, query, limit, skip).await;
+        assert_eq!(streamed, expected, "{query} limit {limit} skip {skip}");
+    }
+    // what was compared is the whole page, references resolved
+    let (_, all) = answer_text(&app, &token, "n.number.gte=0&limit=2000").await;
+    let all: Json = serde_json::from_str(&all).unwrap();
+    assert_eq!(all["entities"].as_array().unwrap().len(), 1234);
+    assert_eq!(all["count"], 1234);
+    assert_eq!(
+        all["entities"][6]["who"][0]["string"], "Demo Owner",
+        "{}",
+        all["entities"][6]
+    );
+}
+
+#[tokio::test]
+async fn a_page_longer_than_a_chunk_sorted_by_a_value_is_the_same_answer_as_its_pages() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    bulk_entities(&app, 1234).await;
+    for (query, limit, skip) in [
+        ("n.number.gte=0&sort=-n.number", 1000, 50),
+        ("n.number.gte=0&sort=n.number,-_id", 2000, 0),
+        ("n.number.gte=10&sort=n.number", 600, 700),
+        ("n.number.gte=0&sort=n.number", 600, 5000),
+    ] {
+        let (status, streamed) = answer_text(&app, &token, &format!("{query}&limit={limit}&skip={skip}")).await;
+        assert_eq!(status, 200, "{streamed}");
+        let expected = read_in_pages(&app, &token, query, limit, skip).await;
+        assert_eq!(streamed, expected, "{query} limit {limit} skip {skip}");
+    }
+    let (_, sorted) = answer_text(&app, &token, "n.number.gte=0&sort=-n.number&limit=1000").await;
+    let sorted: Json = serde_json::from_str(&sorted).unwrap();
+    let numbers: Vec<i64> = sorted["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entity| entity["n"][0]["number"].as_i64().unwrap())
+        .collect();
+    assert_eq!((numbers.len(), numbers[0], numbers[999]), (1000, 99, 18));
+    assert!(numbers.windows(2).all(|pair| pair[0] >= pair[1]));
+}
+
+#[tokio::test]
+async fn a_streamed_page_that_fails_at_once_answers_its_error() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let (status, body) = app
+        .get("/api/demo/entity?name.string.regex=%5B&limit=100000", &token)
+        .await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_regex")), "{body}");
+    let (status, body) = app.get("/api/demo/entity?limit=100000", &token).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["count"].as_i64().unwrap() > 0, "{body}");
+}
+
+#[tokio::test]
+async fn expensive_queries_leave_connections_for_cheap_requests() {
+    let app = common::TestApp::start_with(
+        common::Storage::Local,
+        &[
+            ("database.pool_size", "4".to_owned()),
+            ("database.expensive_queries", "2".to_owned()),
+            ("database.statement_timeout_ms", "1000".to_owned()),
+        ],
+    )
+    .await;
+    let token = app.owner_token().await;
+    bulk_entities(&app, 100_000).await;
+    // A sort by value over every entity (`ne` narrows nothing) runs into
+    // the statement timeout; more of them than the pool has connections.
+    let expensive: Vec<_> = (0..16)
+        .map(|i| {
+            // distinct queries: the answer cache would run one for all alike
+            let request = app
+                .http
+                .get(format!("{}/api/demo/entity?n.number.ne=-{i}&sort=-n.number", app.url))
+                .bearer_auth(&token);
+            tokio::spawn(request.send())
+        })
+        .collect();
+    let mut monitor = <diesel_async::AsyncPgConnection as diesel_async::AsyncConnection>::establish(&app.database_url)
+        .await
+        .unwrap();
+    #[derive(diesel::QueryableByName)]
+    struct Running {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        running: i64,
+    }
+    let running = diesel::sql_query(
+        "SELECT count(*) AS running FROM pg_stat_activity WHERE datname = current_database() \
+         AND state = 'active' AND query LIKE '%count(*) OVER ()%' AND pid <> pg_backend_pid()",
+    );
+    let mut busiest = 0;
+    for _ in 0..1000 {
+        busiest = diesel_async::RunQueryDsl::get_result::<Running>(running.clone(), &mut monitor)
+            .await
+            .unwrap()
+            .running;
+        if busiest > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert!(busiest > 0, "the expensive queries are running");
+    // While they run: an indexed lookup, a cheap list query and /ready.
+    let (status, body) = app.get(&format!("/api/demo/entity/{}", app.person), &token).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["entity"]["_id"], app.person.as_str());
+    let (status, body) = app.get("/api/demo/entity?n.number=42&limit=3", &token).await;
+    assert_eq!((status, body["count"].as_i64()), (200, Some(1000)), "{body}");
+    let (status, body) = app.call("GET", "/ready", None, None).await;
+    assert_eq!((status, &body["database"]), (200, &json!(true)), "{body}");
+    let now_running = diesel_async::RunQueryDsl::get_result::<Running>(running, &mut monitor)
+        .await
+        .unwrap()
+        .running;
+    assert!(now_running <= 2, "{now_running} expensive statements at once");
+    // Each expensive query was answered, or refused with Retry-After.
+    for request in expensive {
+        let response = request.await.unwrap().unwrap();
+        if response.status() == 200 {
+            continue;
+        }
+        let body = common::assert_retry_later(response).await;
+        assert!(
+            body["error"] == "query_timeout" || body["error"] == "database_busy",
+            "{body}"
+        );
+    }
+}

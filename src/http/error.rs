@@ -57,6 +57,15 @@ impl ApiError {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "Internal server error")
     }
 
+    /// No database connection (or no permit for an expensive query) came free in time.
+    pub fn database_busy() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "database_busy",
+            "Every database connection is busy; retry later",
+        )
+    }
+
     fn query_timeout() -> Self {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -104,11 +113,7 @@ impl From<diesel::result::Error> for ApiError {
 impl From<diesel_async::pooled_connection::deadpool::PoolError> for ApiError {
     fn from(error: diesel_async::pooled_connection::deadpool::PoolError) -> Self {
         if let deadpool::managed::PoolError::Timeout(deadpool::managed::TimeoutType::Wait) = error {
-            return Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "database_busy",
-                "Every database connection is busy; retry later",
-            );
+            return Self::database_busy();
         }
         Self::internal("database pool error", error)
     }

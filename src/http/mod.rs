@@ -22,6 +22,7 @@ use crate::actors::db_writer::Writers;
 use crate::auth::clock::Clock;
 use crate::auth::jwt::{Claims, JwtKeys};
 use crate::db::{Pool, databases};
+use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::usage::Usage;
 use crate::write::{self, WriteOp, WriteOutcome, WriteRequest};
@@ -42,6 +43,8 @@ pub struct AppState {
     pub answers: Option<AnswerCache>,
     /// Most values one write may hold (`limits.max_values_per_write`).
     pub max_values_per_write: usize,
+    /// The connections expensive list queries may hold at once.
+    pub expensive: ExpensiveQueries,
     /// Databases seen to exist (databases are never removed while serving).
     known_databases: DashSet<String>,
 }
@@ -56,6 +59,7 @@ impl AppState {
         files: files::Files,
         answers: Option<AnswerCache>,
         max_values_per_write: usize,
+        expensive: ExpensiveQueries,
     ) -> AppState {
         AppState {
             pool,
@@ -68,6 +72,7 @@ impl AppState {
             files,
             answers,
             max_values_per_write,
+            expensive,
             known_databases: DashSet::new(),
         }
     }

@@ -4,7 +4,11 @@
 pub mod cache;
 pub mod sql;
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use chrono::{DateTime, NaiveDate, Utc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::db::projection::SEARCH_WORD_CHARS;
 use crate::http::error::ApiError;
@@ -200,6 +204,66 @@ impl ListQuery {
         }
         Ok(query)
     }
+
+    /// Whether the query may have to read every entity of the database:
+    /// full-text words, `regex`, `ne` and `exists=false` filters test rows
+    /// found otherwise (no index finds their matches), and a group or a sort
+    /// by a value with no other filter reads every entity. Such queries share
+    /// the smaller budget of [`ExpensiveQueries`].
+    pub fn is_expensive(&self) -> bool {
+        let unindexable = |filter: &Filter| {
+            matches!(
+                filter.condition,
+                Condition::Regex { .. } | Condition::Compare(Operator::Ne, _) | Condition::Exists(false)
+            )
+        };
+        let narrowed = self.filters.iter().any(|filter| !unindexable(filter));
+        let sorted_by_value = self
+            .sort
+            .iter()
+            .any(|key| matches!(key.target, SortTarget::Value { .. }));
+        !self.words.is_empty()
+            || self.filters.iter().any(unindexable)
+            || (!narrowed && (!self.group.is_empty() || sorted_by_value))
+    }
+}
+
+/// The connections expensive queries (see [`ListQuery::is_expensive`]) may
+/// hold at once: fewer than the pool has, so however many of them arrive,
+/// cheap requests still find a connection. Cheap queries never wait here.
+pub struct ExpensiveQueries {
+    permits: Arc<Semaphore>,
+    /// Longest wait for a permit (`None`: no limit).
+    wait: Option<Duration>,
+}
+
+impl ExpensiveQueries {
+    /// `permits` at once, or half the pool (at least 1) for 0; a query waits
+    /// at most `wait_ms` for one (0: no limit), as for a pooled connection.
+    pub fn new(permits: usize, pool_size: usize, wait_ms: u64) -> ExpensiveQueries {
+        let permits = if permits == 0 { pool_size / 2 } else { permits }.max(1);
+        ExpensiveQueries {
+            permits: Arc::new(Semaphore::new(permits)),
+            wait: (wait_ms > 0).then(|| Duration::from_millis(wait_ms)),
+        }
+    }
+
+    /// A permit for an expensive query, to hold while it uses a connection;
+    /// `None` for a cheap one. 503 `database_busy` when none came free in time.
+    pub async fn admit(&self, query: &ListQuery) -> Result<Option<OwnedSemaphorePermit>, ApiError> {
+        if !query.is_expensive() {
+            return Ok(None);
+        }
+        let acquire = self.permits.clone().acquire_owned();
+        let permit = match self.wait {
+            Some(wait) => tokio::time::timeout(wait, acquire)
+                .await
+                .map_err(|_| ApiError::database_busy())?,
+            None => acquire.await,
+        };
+        // the semaphore is never closed
+        Ok(Some(permit.expect("an open semaphore")))
+    }
 }
 
 fn parse_sort(value: &str) -> Vec<SortKey> {
@@ -373,6 +437,44 @@ mod tests {
 
     fn filter(key: &str, value: &str) -> Filter {
         parse(&[(key, value)]).unwrap().filters.remove(0)
+    }
+
+    #[test]
+    fn unindexable_filters_words_and_unfiltered_groups_and_value_sorts_are_expensive() {
+        for query in [
+            &[("q", "a")][..],
+            &[("title.string.regex", ".*x")],
+            &[("_type.string", "book"), ("price.number.ne", "1")],
+            &[("price.number.exists", "false")],
+            &[("group", "author.reference")],
+            &[("sort", "-price.number")],
+            &[("price.number.ne", "1"), ("sort", "title.string")],
+        ] {
+            assert!(parse(query).unwrap().is_expensive(), "{query:?}");
+        }
+        for query in [
+            &[][..],
+            &[("limit", "1000000")],
+            &[("sort", "-_id")],
+            &[("_type.string", "book"), ("sort", "-price.number")],
+            &[("_type.string", "book"), ("group", "author.reference")],
+            &[("price.number.gte", "1"), ("price.number.exists", "true")],
+        ] {
+            assert!(!parse(query).unwrap().is_expensive(), "{query:?}");
+        }
+    }
+
+    #[actix_rt::test]
+    async fn expensive_queries_wait_for_a_permit_and_cheap_ones_never_do() {
+        let budget = ExpensiveQueries::new(0, 3, 50);
+        let expensive = parse(&[("q", "a")]).unwrap();
+        let held = budget.admit(&expensive).await.unwrap();
+        assert!(held.is_some(), "half of 3 rounds down to 1 permit");
+        let refused = budget.admit(&expensive).await.unwrap_err();
+        assert_eq!((refused.status.as_u16(), refused.code), (503, "database_busy"));
+        assert!(budget.admit(&parse(&[]).unwrap()).await.unwrap().is_none());
+        drop(held);
+        assert!(budget.admit(&expensive).await.unwrap().is_some());
     }
 
     #[test]
