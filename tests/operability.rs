@@ -205,6 +205,26 @@ async fn the_request_over_the_per_address_limit_gets_429_with_retry_after_and_a_
 }
 
 #[tokio::test]
+async fn a_client_cannot_escape_the_rate_limit_with_its_own_forwarded_line() {
+    let app = limited_app(&[("limits.requests_per_minute", "3")]).await;
+    // The proxy appends a line naming the real client after the client's forged one.
+    let send = |forged: String| {
+        app.http
+            .get(format!("{}/health", app.url))
+            .header("X-Forwarded-For", forged)
+            .header("X-Forwarded-For", "10.0.0.9")
+            .send()
+    };
+    for attempt in 0..3 {
+        assert_eq!(send(format!("192.0.2.{attempt}")).await.unwrap().status(), 200);
+    }
+    assert_throttled(send("192.0.2.200".to_owned()).await.unwrap()).await;
+    // The counted address is the proxy's entry, and another client is not affected.
+    assert_throttled(get_from(&app, "10.0.0.9", "/health", None).await).await;
+    assert_eq!(get_from(&app, "192.0.2.1", "/health", None).await.status(), 200);
+}
+
+#[tokio::test]
 async fn key_exchange_has_its_own_stricter_per_address_limit() {
     let app = limited_app(&[("limits.auth_per_minute", "2")]).await;
     let key = app.key.clone();
