@@ -162,6 +162,46 @@ async fn metrics_label_requests_by_route_pattern_never_by_raw_path() {
     assert!(!text.contains("4242"), "an unmatched path became a label");
 }
 
+#[tokio::test]
+async fn with_metrics_token_set_metrics_need_it_as_a_bearer_token() {
+    let app = TestApp::start_with(Storage::Local, &[("metrics.token", "scrape-secret-1".to_owned())]).await;
+    let owner = app.owner_token().await;
+    let scrape = |token: Option<String>| {
+        let mut request = app.http.get(format!("{}/metrics", app.url));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    // No token, a near miss, and the API's own credentials all get 401.
+    for wrong in [
+        None,
+        Some("scrape-secret-2".to_owned()),
+        Some("scrape-secret-1x".to_owned()),
+        Some(owner),
+        Some(app.key.clone()),
+    ] {
+        let response = scrape(wrong.clone()).await.unwrap();
+        assert_eq!(response.status(), 401, "{wrong:?}");
+        let body: Json = response.json().await.unwrap();
+        assert_eq!(
+            body,
+            json!({"status": 401, "error": "unauthorized", "message": "Metrics need the metrics token"})
+        );
+    }
+    let response = scrape(Some("scrape-secret-1".to_owned())).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("eds_http_requests_total"), "{text}");
+}
+
+#[tokio::test]
+async fn without_metrics_token_metrics_stay_open() {
+    let app = TestApp::start().await;
+    let text = metrics(&app).await;
+    assert!(text.contains("eds_http_requests_total"), "{text}");
+}
+
 /// An app whose limits are `overrides`, addresses given by `X-Forwarded-For`
 /// (the test client is the trusted proxy).
 async fn limited_app(overrides: &[(&str, &str)]) -> TestApp {
