@@ -221,6 +221,23 @@ async fn only_access_tokens_are_accepted_and_untyped_ones_are_past_their_cutoff(
 }
 
 #[tokio::test]
+async fn request_counts_a_failed_flush_could_not_write_arrive_with_the_next_flush() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    for _ in 0..3 {
+        assert_eq!(app.get("/api/demo/entity", &owner).await.0, 200);
+    }
+    // A flush to a database that does not answer fails; it had counts to write.
+    let unreachable = eds::db::pool("postgres://postgres@127.0.0.1:1/none", 1, 2000).unwrap();
+    let failed = app.state.usage.flush(&unreachable).await;
+    assert!(failed.is_err());
+    // The next flush (this read makes one) writes them: 3 + the read itself.
+    let (status, usage) = app.get("/api/demo", &owner).await;
+    assert_eq!(status, 200, "{usage}");
+    assert_eq!(usage["requests"]["usage"], 4, "{usage}");
+}
+
+#[tokio::test]
 async fn usage_object_reports_entities_values_requests_and_limits() {
     let app = TestApp::start().await;
     let owner = app.owner_token().await;
