@@ -373,3 +373,52 @@ async fn a_request_that_waits_out_the_statement_timeout_for_a_connection_is_503_
     let (status, body) = app.call("GET", "/api/demo/entity?limit=1", None, None).await;
     assert_eq!(status, 200, "{body}");
 }
+
+/// `postgres://user:password@host...` without its password, and with another one.
+fn without_and_with_a_wrong_password(url: &str) -> [String; 2] {
+    let (credentials, host) = url.split_once('@').unwrap();
+    let user = &credentials[..credentials.rfind(':').unwrap()];
+    [format!("{user}@{host}"), format!("{user}:{}@{host}", "0".repeat(64))]
+}
+
+#[test]
+fn the_private_cluster_refuses_connections_without_its_password_and_secures_a_trusting_one_on_start() {
+    use diesel::{Connection, PgConnection};
+    use eds::db::local_cluster::LocalCluster;
+    let dir = common::tempdir::Dir::new();
+    let cluster = LocalCluster::new(&dir.0.join("postgres")).unwrap();
+    let refused = |url: &str| {
+        let error = PgConnection::establish(url)
+            .err()
+            .expect("connected without the password");
+        assert!(error.to_string().contains("password"), "{error}");
+    };
+    assert!(cluster.ensure_running(true).unwrap());
+    let url = cluster.url("postgres").unwrap();
+    for other in without_and_with_a_wrong_password(&url) {
+        refused(&other);
+    }
+    PgConnection::establish(&url).expect("the password lets the service in");
+    let password_file = cluster.data_dir().join("eds_password");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&password_file).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+
+    // A cluster of an earlier version: every loopback connection trusted, no password kept.
+    cluster.stop().unwrap();
+    let hba_path = cluster.data_dir().join("pg_hba.conf");
+    let hba = std::fs::read_to_string(&hba_path).unwrap();
+    std::fs::write(&hba_path, hba.replace("scram-sha-256", "trust")).unwrap();
+    std::fs::remove_file(&password_file).unwrap();
+    assert!(cluster.ensure_running(true).unwrap());
+    let upgraded = cluster.url("postgres").unwrap();
+    assert_ne!(upgraded, url, "a new password");
+    for other in without_and_with_a_wrong_password(&upgraded) {
+        refused(&other);
+    }
+    refused(&url);
+    PgConnection::establish(&upgraded).expect("the new password lets the service in");
+    // Starting again changes nothing.
+    assert!(!cluster.ensure_running(true).unwrap());
+    assert_eq!(cluster.url("postgres").unwrap(), upgraded);
+    cluster.stop().unwrap();
+}
