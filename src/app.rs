@@ -136,11 +136,13 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
     // Buffered bodies are the JSON writes; the storage upload streams under its own limit.
     let json_body_limit = settings.http.json_body_limit_bytes;
     let limits = web::Data::new(RateLimits::from_settings(&settings.limits));
+    let metrics_token = web::Data::new(http::metrics::MetricsToken(settings.metrics.token.clone()));
     let flushed = state.clone();
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
             .app_data(limits.clone())
+            .app_data(metrics_token.clone())
             .app_data(web::PayloadConfig::new(json_body_limit))
             .app_data(
                 web::QueryConfig::default()

@@ -16,6 +16,7 @@ pub struct Settings {
     pub thumbnails: ThumbnailSettings,
     pub log: LogSettings,
     pub limits: LimitSettings,
+    pub metrics: MetricsSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -143,6 +144,20 @@ pub struct LimitSettings {
     pub requests_per_minute: u32,
     pub auth_per_minute: u32,
     pub max_values_per_write: usize,
+}
+
+#[derive(Clone, Deserialize)]
+pub struct MetricsSettings {
+    pub token: String,
+}
+
+/// The token stays out of debug output (and so out of logs).
+impl std::fmt::Debug for MetricsSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsSettings")
+            .field("token_set", &!self.token.is_empty())
+            .finish()
+    }
 }
 
 impl Settings {

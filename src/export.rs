@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 use std::io::{BufRead, IsTerminal, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -318,7 +319,19 @@ pub async fn export_to_file(pool: &Pool, db: &str, path: &Path) -> Result<Header
     let mut partial = path.as_os_str().to_owned();
     partial.push(".partial");
     let partial = PathBuf::from(partial);
-    let file = std::fs::File::create(&partial).map_err(|e| Failure(format!("{}: {e}", partial.display())))?;
+    // Owner-only: an export holds the key hashes. The mode is set again for
+    // a partial file left over from an earlier run.
+    let opened = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&partial)
+        .and_then(|file| {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            Ok(file)
+        });
+    let file = opened.map_err(|e| Failure(format!("{}: {e}", partial.display())))?;
     let mut out = std::io::BufWriter::new(file);
     let exported = export(pool, db, &mut out).await.and_then(|header| {
         out.into_inner()

@@ -39,7 +39,8 @@ impl Usage {
             .or_default() += 1;
     }
 
-    /// Writes the pending counts (of existing databases) to PostgreSQL.
+    /// Writes the pending counts (of existing databases) to PostgreSQL. Counts
+    /// a failure leaves unwritten stay pending for the next flush.
     pub async fn flush(&self, pool: &Pool) -> Result<(), ApiError> {
         let batch: Vec<((String, NaiveDate), u64)> = {
             let keys: Vec<(String, NaiveDate)> = self.pending.iter().map(|entry| entry.key().clone()).collect();
@@ -48,20 +49,12 @@ impl Usage {
         if batch.is_empty() {
             return Ok(());
         }
-        let mut conn = pool.get().await?;
-        for ((db, month), count) in batch {
-            diesel::sql_query(
-                "INSERT INTO request_counts (db, month, count) SELECT $1, $2, $3 \
-                 WHERE EXISTS (SELECT 1 FROM databases WHERE name = $1) \
-                 ON CONFLICT (db, month) DO UPDATE SET count = request_counts.count + EXCLUDED.count",
-            )
-            .bind::<Text, _>(db)
-            .bind::<Date, _>(month)
-            .bind::<BigInt, _>(count as i64)
-            .execute(&mut conn)
-            .await?;
+        let mut written = 0;
+        let result = write_counts(pool, &batch, &mut written).await;
+        for (key, count) in batch.into_iter().skip(written) {
+            *self.pending.entry(key).or_default() += count;
         }
-        Ok(())
+        result
     }
 
     /// The usage object of database `db`: cached for five minutes; an uncached
@@ -78,6 +71,25 @@ impl Usage {
         self.cache.insert(db.to_owned(), (Instant::now(), usage.clone()));
         Ok(usage)
     }
+}
+
+/// Adds each count to its row, one statement each; `written` counts those done.
+async fn write_counts(pool: &Pool, batch: &[((String, NaiveDate), u64)], written: &mut usize) -> Result<(), ApiError> {
+    let mut conn = pool.get().await?;
+    for ((db, month), count) in batch {
+        diesel::sql_query(
+            "INSERT INTO request_counts (db, month, count) SELECT $1, $2, $3 \
+             WHERE EXISTS (SELECT 1 FROM databases WHERE name = $1) \
+             ON CONFLICT (db, month) DO UPDATE SET count = request_counts.count + EXCLUDED.count",
+        )
+        .bind::<Text, _>(db)
+        .bind::<Date, _>(month)
+        .bind::<BigInt, _>(*count as i64)
+        .execute(&mut conn)
+        .await?;
+        *written += 1;
+    }
+    Ok(())
 }
 
 #[derive(QueryableByName)]

@@ -393,6 +393,30 @@ async fn export_then_import_into_another_database_keeps_entities_rights_formulas
 }
 
 #[tokio::test]
+async fn an_export_file_is_readable_and_writable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let app = TestApp::start().await;
+    let dir = common::tempdir::Dir::new();
+    let file = dir.0.join("demo.jsonl");
+    // Left over world-readable, from an earlier export or another tool.
+    let partial = dir.0.join("demo.jsonl.partial");
+    for path in [&file, &partial] {
+        std::fs::write(path, "old").unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let run = eds(&app, &["export", "demo", "--out", file.to_str().unwrap()]).await;
+    assert!(run.ok, "{}", run.stderr);
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "mode {mode:o}");
+    // and it is the export, whole
+    let text = std::fs::read_to_string(&file).unwrap();
+    let header: Json = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(header["format"], "eds-export");
+    assert_eq!(header["entities"], entity_lines(&file).len());
+    assert!(!partial.exists());
+}
+
+#[tokio::test]
 async fn import_into_a_database_that_has_entities_is_refused_and_writes_nothing() {
     let app = TestApp::start().await;
     let dir = common::tempdir::Dir::new();

@@ -207,6 +207,46 @@ async fn behind_a_trusted_proxy_the_last_forwarded_address_binds() {
 }
 
 #[tokio::test]
+async fn a_forged_first_forwarded_line_does_not_pass_for_the_address_a_token_is_bound_to() {
+    let app = TestApp::start_with(
+        common::Storage::Local,
+        &[("http.trusted_proxies", "127.0.0.1".to_owned())],
+    )
+    .await;
+    // The victim at 10.0.0.5 signs in through the proxy.
+    let login = app
+        .http
+        .get(format!("{}/api/auth?db=demo", app.url))
+        .bearer_auth(&app.key)
+        .header("X-Forwarded-For", "10.0.0.5")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 200);
+    let token = login.json::<Json>().await.unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The proxy appends its own line, naming the real client, after the client's.
+    let from = |client_line: &'static str, proxy_line: &'static str| {
+        app.http
+            .get(format!("{}/api/demo/entity", app.url))
+            .bearer_auth(&token)
+            .header("X-Forwarded-For", client_line)
+            .header("X-Forwarded-For", proxy_line)
+            .send()
+    };
+    // The thief at 198.51.100.7 forges a first line with the victim's address.
+    let refused = from("10.0.0.5", "198.51.100.7").await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let body: Json = refused.json().await.unwrap();
+    assert_eq!(body["status"], 401);
+    assert_eq!(body["message"], "Invalid token");
+    // The victim, whatever its own line says, still gets through.
+    assert_eq!(from("192.0.2.1", "10.0.0.5").await.unwrap().status(), 200);
+}
+
+#[tokio::test]
 async fn only_access_tokens_are_accepted_and_untyped_ones_are_past_their_cutoff() {
     let app = TestApp::start().await;
     let accounts = BTreeMap::from([("demo".to_owned(), app.person.clone())]);
@@ -222,6 +262,23 @@ async fn only_access_tokens_are_accepted_and_untyped_ones_are_past_their_cutoff(
         .sign(&Claims::access("x".into(), accounts, None, now))
         .unwrap();
     assert_eq!(app.get("/api/demo/entity", &forged).await.0, 401);
+}
+
+#[tokio::test]
+async fn request_counts_a_failed_flush_could_not_write_arrive_with_the_next_flush() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    for _ in 0..3 {
+        assert_eq!(app.get("/api/demo/entity", &owner).await.0, 200);
+    }
+    // A flush to a database that does not answer fails; it had counts to write.
+    let unreachable = eds::db::pool("postgres://postgres@127.0.0.1:1/none", 1, 2000).unwrap();
+    let failed = app.state.usage.flush(&unreachable).await;
+    assert!(failed.is_err());
+    // The next flush (this read makes one) writes them: 3 + the read itself.
+    let (status, usage) = app.get("/api/demo", &owner).await;
+    assert_eq!(status, 200, "{usage}");
+    assert_eq!(usage["requests"]["usage"], 4, "{usage}");
 }
 
 #[tokio::test]

@@ -300,9 +300,10 @@ async fn upload_with_exactly_the_returned_headers_succeeds_and_download_returns_
         let response = fetch(&app, body["url"].as_str().unwrap()).await;
         assert_eq!(response.status(), 200, "{storage:?}");
         if storage == Storage::Local {
+            // Not a passive type: saved, not rendered.
             assert_eq!(
                 response.headers()["content-disposition"],
-                "inline;filename=\"data.bin\""
+                "attachment;filename=\"data.bin\""
             );
             assert_eq!(response.headers()["content-type"], "application/octet-stream");
         }
@@ -345,6 +346,51 @@ async fn property_read_gives_a_fresh_url_each_time_and_download_true_redirects_t
         let name_id = body["entity"]["name"][0]["_id"].as_str().unwrap();
         let (_, name) = app.get(&format!("/api/demo/property/{name_id}"), &token).await;
         assert!(name.get("url").is_none());
+    }
+}
+
+#[tokio::test]
+async fn stored_html_and_svg_download_as_sandboxed_attachments_and_a_jpeg_still_inline() {
+    let page = b"<html><body><script>fetch('/api/demo/entity')</script></body></html>".to_vec();
+    let svg = b"<svg xmlns='http://www.w3.org/2000/svg'><script>alert(document.domain)</script></svg>".to_vec();
+    let jpeg = encoded(picture(), ImageFormat::Jpeg);
+    for storage in BACKENDS {
+        let (app, token, entity) = setup(storage, &[]).await;
+        for (name, bytes, mime, disposition) in [
+            ("page.html", &page, "text/html", "attachment;filename=\"page.html\""),
+            ("logo.svg", &svg, "image/svg+xml", "attachment;filename=\"logo.svg\""),
+            ("photo.jpg", &jpeg, "image/jpeg", "inline;filename=\"photo.jpg\""),
+        ] {
+            let id = stored_file(&app, &token, &entity, "attachment", name, bytes.clone(), mime).await;
+            let (status, body) = app.get(&format!("/api/demo/property/{id}"), &token).await;
+            assert_eq!(status, 200, "{body}");
+            let url = body["url"].as_str().unwrap();
+            if storage == Storage::S3 {
+                // The presigned GET overrides what the object was stored with.
+                let query: Vec<(String, String)> = serde_urlencoded::from_str(url.split_once('?').unwrap().1).unwrap();
+                assert!(
+                    query.contains(&("response-content-disposition".into(), disposition.into())),
+                    "{url}"
+                );
+                assert!(query.contains(&("response-content-type".into(), mime.into())), "{url}");
+            }
+            let response = fetch(&app, url).await;
+            assert_eq!(response.status(), 200, "{storage:?} {name}");
+            let headers = response.headers().clone();
+            assert_eq!(headers["content-disposition"], disposition, "{storage:?} {name}");
+            assert_eq!(headers["content-type"], mime, "{storage:?} {name}");
+            if storage == Storage::Local {
+                assert_eq!(headers["x-content-type-options"], "nosniff", "{name}");
+                assert_eq!(headers["content-security-policy"], "sandbox", "{name}");
+            }
+            assert_eq!(&response.bytes().await.unwrap().to_vec(), bytes, "{storage:?} {name}");
+        }
+        // The upload headers keep the inline form the API gives.
+        let value = add_file(&app, &token, &entity, "attachment", "x.html", 5, "text/html").await;
+        assert_eq!(
+            value["upload"]["headers"]["Content-Disposition"],
+            "inline;filename=\"x.html\""
+        );
     }
 }
 

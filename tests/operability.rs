@@ -162,6 +162,46 @@ async fn metrics_label_requests_by_route_pattern_never_by_raw_path() {
     assert!(!text.contains("4242"), "an unmatched path became a label");
 }
 
+#[tokio::test]
+async fn with_metrics_token_set_metrics_need_it_as_a_bearer_token() {
+    let app = TestApp::start_with(Storage::Local, &[("metrics.token", "scrape-secret-1".to_owned())]).await;
+    let owner = app.owner_token().await;
+    let scrape = |token: Option<String>| {
+        let mut request = app.http.get(format!("{}/metrics", app.url));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    // No token, a near miss, and the API's own credentials all get 401.
+    for wrong in [
+        None,
+        Some("scrape-secret-2".to_owned()),
+        Some("scrape-secret-1x".to_owned()),
+        Some(owner),
+        Some(app.key.clone()),
+    ] {
+        let response = scrape(wrong.clone()).await.unwrap();
+        assert_eq!(response.status(), 401, "{wrong:?}");
+        let body: Json = response.json().await.unwrap();
+        assert_eq!(
+            body,
+            json!({"status": 401, "error": "unauthorized", "message": "Metrics need the metrics token"})
+        );
+    }
+    let response = scrape(Some("scrape-secret-1".to_owned())).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("eds_http_requests_total"), "{text}");
+}
+
+#[tokio::test]
+async fn without_metrics_token_metrics_stay_open() {
+    let app = TestApp::start().await;
+    let text = metrics(&app).await;
+    assert!(text.contains("eds_http_requests_total"), "{text}");
+}
+
 /// An app whose limits are `overrides`, addresses given by `X-Forwarded-For`
 /// (the test client is the trusted proxy).
 async fn limited_app(overrides: &[(&str, &str)]) -> TestApp {
@@ -202,6 +242,26 @@ async fn the_request_over_the_per_address_limit_gets_429_with_retry_after_and_a_
     assert_eq!(get_from(&app, "10.0.0.2", "/health", None).await.status(), 200);
     let text = metrics(&app).await;
     assert_sample_at_least(&text, r#"eds_rate_limited_total{bucket="requests"}"#, 1.0);
+}
+
+#[tokio::test]
+async fn a_client_cannot_escape_the_rate_limit_with_its_own_forwarded_line() {
+    let app = limited_app(&[("limits.requests_per_minute", "3")]).await;
+    // The proxy appends a line naming the real client after the client's forged one.
+    let send = |forged: String| {
+        app.http
+            .get(format!("{}/health", app.url))
+            .header("X-Forwarded-For", forged)
+            .header("X-Forwarded-For", "10.0.0.9")
+            .send()
+    };
+    for attempt in 0..3 {
+        assert_eq!(send(format!("192.0.2.{attempt}")).await.unwrap().status(), 200);
+    }
+    assert_throttled(send("192.0.2.200".to_owned()).await.unwrap()).await;
+    // The counted address is the proxy's entry, and another client is not affected.
+    assert_throttled(get_from(&app, "10.0.0.9", "/health", None).await).await;
+    assert_eq!(get_from(&app, "192.0.2.1", "/health", None).await.status(), 200);
 }
 
 #[tokio::test]
@@ -312,4 +372,53 @@ async fn a_request_that_waits_out_the_statement_timeout_for_a_connection_is_503_
     drop(held);
     let (status, body) = app.call("GET", "/api/demo/entity?limit=1", None, None).await;
     assert_eq!(status, 200, "{body}");
+}
+
+/// `postgres://user:password@host...` without its password, and with another one.
+fn without_and_with_a_wrong_password(url: &str) -> [String; 2] {
+    let (credentials, host) = url.split_once('@').unwrap();
+    let user = &credentials[..credentials.rfind(':').unwrap()];
+    [format!("{user}@{host}"), format!("{user}:{}@{host}", "0".repeat(64))]
+}
+
+#[test]
+fn the_private_cluster_refuses_connections_without_its_password_and_secures_a_trusting_one_on_start() {
+    use diesel::{Connection, PgConnection};
+    use eds::db::local_cluster::LocalCluster;
+    let dir = common::tempdir::Dir::new();
+    let cluster = LocalCluster::new(&dir.0.join("postgres")).unwrap();
+    let refused = |url: &str| {
+        let error = PgConnection::establish(url)
+            .err()
+            .expect("connected without the password");
+        assert!(error.to_string().contains("password"), "{error}");
+    };
+    assert!(cluster.ensure_running(true).unwrap());
+    let url = cluster.url("postgres").unwrap();
+    for other in without_and_with_a_wrong_password(&url) {
+        refused(&other);
+    }
+    PgConnection::establish(&url).expect("the password lets the service in");
+    let password_file = cluster.data_dir().join("eds_password");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&password_file).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "mode {mode:o}");
+
+    // A cluster of an earlier version: every loopback connection trusted, no password kept.
+    cluster.stop().unwrap();
+    let hba_path = cluster.data_dir().join("pg_hba.conf");
+    let hba = std::fs::read_to_string(&hba_path).unwrap();
+    std::fs::write(&hba_path, hba.replace("scram-sha-256", "trust")).unwrap();
+    std::fs::remove_file(&password_file).unwrap();
+    assert!(cluster.ensure_running(true).unwrap());
+    let upgraded = cluster.url("postgres").unwrap();
+    assert_ne!(upgraded, url, "a new password");
+    for other in without_and_with_a_wrong_password(&upgraded) {
+        refused(&other);
+    }
+    refused(&url);
+    PgConnection::establish(&upgraded).expect("the new password lets the service in");
+    // Starting again changes nothing.
+    assert!(!cluster.ensure_running(true).unwrap());
+    assert_eq!(cluster.url("postgres").unwrap(), upgraded);
+    cluster.stop().unwrap();
 }

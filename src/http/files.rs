@@ -17,7 +17,7 @@ use crate::actors::thumbnailer::{Thumbnailer, ThumbnailerConfig};
 use crate::config::Settings;
 use crate::db::values::ValueRow;
 use crate::storage::local::{LocalStore, Refusal, Signed};
-use crate::storage::{self, Download, ObjectKey, ObjectStore, Upload, content_disposition};
+use crate::storage::{self, Download, ObjectKey, ObjectStore, Upload, content_disposition, download_disposition};
 use crate::thumbnail::{self, ThumbnailError};
 use crate::write::WriteOutcome;
 
@@ -101,7 +101,7 @@ impl Files {
         let key = ObjectKey::file(db, &value.entity_id, &value.id).ok_or_else(|| invalid_key(db))?;
         let download = Download {
             content_type: value.filetype.clone(),
-            content_disposition: Some(content_disposition(filename)),
+            content_disposition: Some(download_disposition(filename, value.filetype.as_deref())),
         };
         Ok(Some(self.store.presign_get(&key, &download).await?))
     }
@@ -282,7 +282,7 @@ pub async fn storage_put(
         ("disposition" = Option<String>, Query, description = "The signed `Content-Disposition`"),
         ("signature" = String, Query, description = "HMAC of the rest")),
     responses(
-        (status = 200, description = "The content, with the signed content type and disposition", content_type = "application/octet-stream", body = inline(doc::FileContent)),
+        (status = 200, description = "The content, with the signed content type and disposition, `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox`", content_type = "application/octet-stream", body = inline(doc::FileContent)),
         (status = 403, description = "Expired or altered URL", body = doc::ErrorBody),
         (status = 404, description = "Files are not stored locally, or the file is missing", body = doc::ErrorBody),
     )
@@ -299,6 +299,11 @@ pub async fn storage_get(
         .await?
         .ok_or_else(|| ApiError::not_found("File not found in storage"))?;
     let mut response = HttpResponse::Ok();
+    // Stored files are served on the service's own origin: a browser must not
+    // guess another type, and whatever it renders runs with no origin, no
+    // script and no forms.
+    response.insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
+    response.insert_header((header::CONTENT_SECURITY_POLICY, "sandbox"));
     response.insert_header((
         header::CONTENT_TYPE,
         signed.content_type.as_deref().unwrap_or("application/octet-stream"),

@@ -1,20 +1,39 @@
 //! `GET /metrics`: the process's metrics in the Prometheus text format.
 
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
+use subtle::ConstantTimeEq;
 
-use super::AppState;
+use super::error::ApiError;
+use super::openapi as doc;
+use super::{AppState, bearer};
+
+/// `metrics.token`: the Bearer token a scrape must carry; empty, none.
+pub struct MetricsToken(pub String);
 
 #[utoipa::path(
     get, path = "/metrics", operation_id = "metrics", tag = "service",
     summary = "Metrics in the Prometheus text format",
     description = "Requests by route and status, latencies, database pool use, writer queue and group-commit sizes, \
-                   thumbnail queue and render times, tokens issued and refused.",
+                   thumbnail queue and render times, tokens issued and refused. When `metrics.token` is set, \
+                   only with `Authorization: Bearer <metrics.token>`.",
+    security((), ("metricsToken" = [])),
     responses((status = 200, description = "Counters, gauges and histograms of the process", body = String,
                content_type = "text/plain",
-               example = json!("# TYPE eds_http_requests_total counter\neds_http_requests_total{method=\"GET\",route=\"/health\",status=\"200\"} 42\n")))
+               example = json!("# TYPE eds_http_requests_total counter\neds_http_requests_total{method=\"GET\",route=\"/health\",status=\"200\"} 42\n")),
+              (status = 401, description = "`metrics.token` is set and the request does not carry it", body = doc::ErrorBody))
 )]
-pub async fn read(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok()
+pub async fn read(
+    state: web::Data<AppState>,
+    token: web::Data<MetricsToken>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    if !token.0.is_empty() {
+        let given = bearer(&req).unwrap_or_default();
+        if !bool::from(given.as_bytes().ct_eq(token.0.as_bytes())) {
+            return Err(ApiError::unauthorized("Metrics need the metrics token"));
+        }
+    }
+    Ok(HttpResponse::Ok()
         .content_type(crate::metrics::CONTENT_TYPE)
-        .body(crate::metrics::render(&state.pool))
+        .body(crate::metrics::render(&state.pool)))
 }

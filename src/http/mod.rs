@@ -180,13 +180,16 @@ pub fn bearer(req: &HttpRequest) -> Option<&str> {
 }
 
 /// The client address: the socket peer, or the last `X-Forwarded-For` entry
-/// when the peer is a trusted proxy.
+/// when the peer is a trusted proxy. Every header line counts, in order: a
+/// proxy may append its own line after the client's, and only the entry it
+/// added last is its own.
 pub fn client_ip(req: &HttpRequest, trusted_proxies: &[IpAddr]) -> String {
     let peer = req.peer_addr().map(|addr| addr.ip());
     if let Some(peer) = peer.filter(|peer| trusted_proxies.contains(peer)) {
         let forwarded = req
             .headers()
-            .get("X-Forwarded-For")
+            .get_all("X-Forwarded-For")
+            .last()
             .and_then(|value| value.to_str().ok())
             .and_then(|value| value.rsplit(',').next())
             .and_then(|last| last.trim().parse::<IpAddr>().ok());

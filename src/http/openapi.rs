@@ -196,6 +196,15 @@ impl Modify for Security {
                     .build(),
             ),
         );
+        components.add_security_scheme(
+            "metricsToken",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("`metrics.token`, for `GET /metrics` only, when it is set."))
+                    .build(),
+            ),
+        );
     }
 }
 

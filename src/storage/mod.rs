@@ -170,13 +170,47 @@ const ATTR_CHAR: &AsciiSet = &NON_ALPHANUMERIC
 /// fallback in that form, followed by the exact name as
 /// `; filename*=UTF-8''<percent-encoded>` (RFC 6266).
 pub fn content_disposition(filename: &str) -> String {
+    disposition("inline", filename)
+}
+
+/// `Content-Disposition` of a download: as [`content_disposition`] for a
+/// passive type (see [`is_passive`]), otherwise `attachment`, so a browser
+/// saves the file instead of rendering it on the origin that serves it.
+pub fn download_disposition(filename: &str, content_type: Option<&str>) -> String {
+    let kind = if content_type.is_some_and(is_passive) {
+        "inline"
+    } else {
+        "attachment"
+    };
+    disposition(kind, filename)
+}
+
+/// Whether a browser only displays content of this type and never runs
+/// script in it: images other than SVG (or any XML-based image), audio,
+/// video, PDF and plain text. Everything else, HTML, XHTML, SVG, XML,
+/// JavaScript and any type not listed included, is active.
+pub fn is_passive(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    match essence.split_once('/') {
+        Some(("image", subtype)) => !subtype.is_empty() && !subtype.contains("svg") && !subtype.contains("xml"),
+        Some(("audio" | "video", subtype)) => !subtype.is_empty(),
+        _ => essence == "application/pdf" || essence == "text/plain",
+    }
+}
+
+fn disposition(kind: &str, filename: &str) -> String {
     let plain = |c: char| (' '..='~').contains(&c) && c != '"' && c != '\\';
     if filename.chars().all(plain) {
-        return format!("inline;filename=\"{filename}\"");
+        return format!("{kind};filename=\"{filename}\"");
     }
     let fallback: String = filename.chars().map(|c| if plain(c) { c } else { '_' }).collect();
     format!(
-        "inline;filename=\"{fallback}\"; filename*=UTF-8''{}",
+        "{kind};filename=\"{fallback}\"; filename*=UTF-8''{}",
         utf8_percent_encode(filename, ATTR_CHAR)
     )
 }
@@ -204,6 +238,55 @@ mod tests {
         assert_eq!(
             content_disposition("line\nbreak"),
             "inline;filename=\"line_break\"; filename*=UTF-8''line%0Abreak"
+        );
+    }
+
+    #[test]
+    fn only_images_other_than_svg_audio_video_pdf_and_plain_text_are_passive() {
+        for passive in [
+            "image/jpeg",
+            "IMAGE/PNG",
+            "image/gif; charset=x",
+            "audio/mpeg",
+            "video/mp4",
+            "application/pdf",
+            "text/plain; charset=utf-8",
+        ] {
+            assert!(is_passive(passive), "{passive}");
+        }
+        for active in [
+            "text/html",
+            "application/xhtml+xml",
+            "image/svg+xml",
+            "IMAGE/SVG+XML; charset=utf-8",
+            "image/x-foo+xml",
+            "text/xml",
+            "application/xml",
+            "text/javascript",
+            "application/javascript",
+            "application/octet-stream",
+            "text/plain-but-not",
+            "image/",
+            "",
+        ] {
+            assert!(!is_passive(active), "{active}");
+        }
+    }
+
+    #[test]
+    fn downloads_of_active_types_are_attachments_with_the_same_names() {
+        assert_eq!(
+            download_disposition("a.jpg", Some("image/jpeg")),
+            "inline;filename=\"a.jpg\""
+        );
+        assert_eq!(
+            download_disposition("a.svg", Some("image/svg+xml")),
+            "attachment;filename=\"a.svg\""
+        );
+        assert_eq!(download_disposition("a", None), "attachment;filename=\"a\"");
+        assert_eq!(
+            download_disposition("õ.html", Some("text/html")),
+            "attachment;filename=\"_.html\"; filename*=UTF-8''%C3%B5.html"
         );
     }
 
