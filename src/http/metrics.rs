@@ -3,18 +3,31 @@
 use actix_web::{HttpResponse, web};
 
 use super::AppState;
+use crate::db::{Pool, formula_queue};
 
 #[utoipa::path(
     get, path = "/metrics", operation_id = "metrics", tag = "service",
     summary = "Metrics in the Prometheus text format",
     description = "Requests by route and status, latencies, database pool use, writer queue and group-commit sizes, \
-                   thumbnail queue and render times, tokens issued and refused.",
+                   thumbnail queue and render times, tokens issued and refused, formula queue entries pending and parked.",
     responses((status = 200, description = "Counters, gauges and histograms of the process", body = String,
                content_type = "text/plain",
                example = json!("# TYPE eds_http_requests_total counter\neds_http_requests_total{method=\"GET\",route=\"/health\",status=\"200\"} 42\n")))
 )]
 pub async fn read(state: web::Data<AppState>) -> HttpResponse {
+    // The queue is shared by every process: counted in the database, now.
+    match queue_counts(&state.pool).await {
+        Ok((pending, parked)) => crate::metrics::formula_queue(pending, parked),
+        Err(error) => tracing::warn!(%error, "counting the formula queue failed"),
+    }
     HttpResponse::Ok()
         .content_type(crate::metrics::CONTENT_TYPE)
         .body(crate::metrics::render(&state.pool))
+}
+
+async fn queue_counts(pool: &Pool) -> Result<(i64, i64), String> {
+    let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+    let pending = formula_queue::pending(&mut conn).await.map_err(|e| e.to_string())?;
+    let parked = formula_queue::parked(&mut conn).await.map_err(|e| e.to_string())?;
+    Ok((pending, parked))
 }
