@@ -176,6 +176,10 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
         flushed.pool.clone(),
         flushed.writers.formulas_due(),
         Duration::from_millis(settings.actors.formula_poll_ms.max(10)),
+        db::formula_queue::Retry {
+            attempts: settings.actors.formula_attempts,
+            backoff: Duration::from_millis(settings.actors.formula_retry_ms),
+        },
     ));
     actix_web::rt::spawn(flush_request_counts(flushed));
     Ok(server.run())

@@ -69,6 +69,8 @@ pub struct ActorSettings {
     pub writer_mailbox: usize,
     pub writer_batch: usize,
     pub formula_poll_ms: u64,
+    pub formula_attempts: u32,
+    pub formula_retry_ms: u64,
     pub thumbnail_workers: usize,
     pub thumbnail_queue: usize,
     pub thumbnail_wait_ms: u64,

@@ -579,8 +579,9 @@ async fn rebuild_projections(conn: &mut AsyncPgConnection, db: &str) -> Result<(
         projection::project(conn, &mut types, db, id).await?;
         bar.inc(1);
     }
-    // formulas reading entities projected after them
-    while formula_queue::compute_next(conn).await? {}
+    // formulas reading entities projected after them; one that fails stays
+    // queued for the servers' workers to retry
+    while formula_queue::compute_next(conn, formula_queue::Retry::default()).await? {}
     bar.finish_and_clear();
     Ok(())
 }

@@ -28,6 +28,8 @@ struct Metrics {
     tokens_refused: IntCounterVec,
     rate_limited: IntCounterVec,
     answer_cache: IntCounterVec,
+    formula_pending: IntGauge,
+    formula_parked: IntGauge,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
@@ -115,9 +117,19 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             &["outcome"],
         )
         .expect("valid metric"),
+        formula_pending: IntGauge::new(
+            "eds_formula_queue_pending",
+            "Formula computations queued and not parked, all databases together",
+        )
+        .expect("valid metric"),
+        formula_parked: IntGauge::new(
+            "eds_formula_queue_parked",
+            "Formula computations parked after failing every attempt, all databases together",
+        )
+        .expect("valid metric"),
         registry,
     };
-    let collectors: [Box<dyn prometheus::core::Collector>; 11] = [
+    let collectors: [Box<dyn prometheus::core::Collector>; 13] = [
         Box::new(metrics.http_requests.clone()),
         Box::new(metrics.http_duration.clone()),
         Box::new(metrics.pool.clone()),
@@ -129,6 +141,8 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         Box::new(metrics.tokens_refused.clone()),
         Box::new(metrics.rate_limited.clone()),
         Box::new(metrics.answer_cache.clone()),
+        Box::new(metrics.formula_pending.clone()),
+        Box::new(metrics.formula_parked.clone()),
     ];
     for collector in collectors {
         metrics.registry.register(collector).expect("metric names are unique");
@@ -158,6 +172,12 @@ pub fn render(pool: &Pool) -> String {
         tracing::error!(%error, "encoding the metrics failed");
     }
     String::from_utf8_lossy(&text).into_owned()
+}
+
+/// The formula queue's entries waiting and parked, counted for a scrape.
+pub fn formula_queue(pending: i64, parked: i64) {
+    METRICS.formula_pending.set(pending);
+    METRICS.formula_parked.set(parked);
 }
 
 /// Counts a request and its latency under the route's pattern (never the raw

@@ -14,6 +14,7 @@ use tracing::{Instrument, Span};
 
 use crate::auth::api_key::{self, GeneratedKey};
 use crate::db::Pool;
+use crate::db::formula_queue;
 use crate::db::projection::{self, NewEntity, TypeCache, TypeInfo};
 use crate::db::values::{self, EntityRow, NewValue, ValueRow};
 use crate::http::error::ApiError;
@@ -561,6 +562,8 @@ async fn aggregate(
 ) -> Result<WriteOutcome, ApiError> {
     lock_with_right(conn, db, actor, entity_id, Right::Editor, "Aggregating needs _editor").await?;
     let queued = projection::project(conn, types, db, entity_id).await?;
+    // computed now: what was parked for it is served
+    formula_queue::forget_parked(conn, db, entity_id).await?;
     Ok(WriteOutcome::Aggregated { queued })
 }
 

@@ -3,6 +3,7 @@
 mod common;
 
 use common::TestApp;
+use diesel_async::RunQueryDsl;
 use serde_json::{Value as Json, json};
 
 /// Defines property `name` of `value_type` on a type, computed by `formula`.
@@ -256,4 +257,246 @@ async fn a_list_answer_shows_a_formula_result_computed_after_the_answer_was_cach
     // the formula worker computes the sum after the write was answered
     app.settle().await;
     assert_eq!(sums().await, 7);
+}
+
+/// Waits until no formula queue entry is waiting any more (parked ones do
+/// not wait); a large fan-out takes longer than [`TestApp::settle`] allows.
+async fn drain(app: &TestApp, minutes: u64) {
+    let mut conn = app.pool.get().await.unwrap();
+    for _ in 0..minutes * 600 {
+        if eds::db::formula_queue::pending(&mut conn).await.unwrap() == 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the formula queue did not drain within {minutes} min");
+}
+
+/// Entities of `type_id` written straight into the store, each owned by
+/// `owner` and referencing `target` through `prop`: a fan-out too large to
+/// create request by request. Their projections are left for the worker.
+async fn create_referrers(app: &TestApp, count: usize, type_id: &str, prop: &str, target: &str, owner: &str) {
+    use diesel::sql_types::{Array, Text};
+    let ids: Vec<String> = (0..count).map(|_| eds::model::ids::new_id()).collect();
+    let value_ids = || -> Vec<String> { (0..count).map(|_| eds::model::ids::new_id()).collect() };
+    let mut conn = app.pool.get().await.unwrap();
+    diesel::sql_query(
+        "INSERT INTO entities (db, id, created_at, created_by, type_id, owners, editors, expanders, viewers) \
+         SELECT 'demo', id, now(), $2, $3, ARRAY[$2], ARRAY[$2], ARRAY[$2], ARRAY[$2] FROM unnest($1::text[]) id",
+    )
+    .bind::<Array<Text>, _>(&ids)
+    .bind::<Text, _>(owner)
+    .bind::<Text, _>(type_id)
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    for (prop, reference) in [("_type", type_id), ("_owner", owner), (prop, target)] {
+        diesel::sql_query(
+            "INSERT INTO property_values (db, id, entity_id, prop, reference, created_at, created_by) \
+             SELECT 'demo', v.id, v.entity_id, $3, $4, now(), $5 FROM unnest($1::text[], $2::text[]) v(id, entity_id)",
+        )
+        .bind::<Array<Text>, _>(value_ids())
+        .bind::<Array<Text>, _>(&ids)
+        .bind::<Text, _>(prop)
+        .bind::<Text, _>(reference)
+        .bind::<Text, _>(owner)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    // as autovacuum would after so many rows: planned as the few rows the
+    // statistics still count, the dependents lookup would compare every
+    // referrer with every entity of the type
+    diesel::sql_query("ANALYZE entities, property_values")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_write_read_by_more_formulas_than_postgresql_has_bind_parameters_is_answered_and_all_are_computed() {
+    // three bind parameters a queued row would have overflowed 65,535 at 21,846
+    const FAN_OUT: usize = 22_000;
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let cart = app.create_type(&owner, "cart").await;
+    let line = app.create_type(&owner, "line").await;
+    define_formula(&app, &owner, &line, "cart_code", "string", "cart.*.code").await;
+    let target = app
+        .create(&owner, &cart, json!([{"type": "code", "string": "A"}]))
+        .await;
+    create_referrers(&app, FAN_OUT, &line, "cart", &target, &app.person).await;
+    let code = read(&app, &owner, &target).await["code"][0]["_id"].clone();
+    let (status, body) = app
+        .post(
+            &format!("/api/demo/entity/{target}"),
+            &owner,
+            json!({"type": "code", "string": "B", "_id": code}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["properties"][0]["string"], "B");
+    // every process drains the queue: three more drainers beside the worker
+    let drainers: Vec<_> = (0..3)
+        .map(|_| {
+            let pool = app.pool.clone();
+            tokio::spawn(async move {
+                let mut conn = pool.get().await.unwrap();
+                let retry = eds::db::formula_queue::Retry::default();
+                while eds::db::formula_queue::compute_next(&mut conn, retry).await.unwrap() {}
+            })
+        })
+        .collect();
+    for drainer in drainers {
+        drainer.await.unwrap();
+    }
+    drain(&app, 30).await;
+    let mut conn = app.pool.get().await.unwrap();
+    assert_eq!(eds::db::formula_queue::parked(&mut conn).await.unwrap(), 0);
+    let computed: Count = diesel::sql_query(
+        "SELECT count(*) AS count FROM entities WHERE db = 'demo' AND type_id = $1 \
+         AND doc -> 'cart_code' = '[{\"string\": \"B\"}]'",
+    )
+    .bind::<diesel::sql_types::Text, _>(&line)
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(computed.count, FAN_OUT as i64);
+    let (status, body) = app.get("/api/demo/entity?_type.string=line&limit=1", &owner).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["count"], FAN_OUT);
+    assert_eq!(body["entities"][0]["cart_code"], json!([{"string": "B"}]));
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    count: i64,
+}
+
+/// The value of an unlabelled series in the `/metrics` text.
+async fn metric(app: &TestApp, name: &str) -> String {
+    let response = app.http.get(format!("{}/metrics", app.url)).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    text.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_queued_entity_that_always_fails_is_parked_and_never_holds_up_another_database() {
+    let app = TestApp::start_with(
+        common::Storage::Local,
+        &[
+            ("actors.formula_attempts", "3".to_owned()),
+            ("actors.formula_retry_ms", "100".to_owned()),
+            ("actors.formula_poll_ms", "10".to_owned()),
+        ],
+    )
+    .await;
+    let owner = app.owner_token().await;
+    let thing = app.create_type(&owner, "thing").await;
+    let broken = app
+        .create(&owner, &thing, json!([{"type": "due", "date": "2026-01-02"}]))
+        .await;
+    // a stored date no entity can be read with (beyond chrono's range), then
+    // the entity queued as a write would queue it
+    let mut conn = app.pool.get().await.unwrap();
+    diesel::sql_query("UPDATE property_values SET date = 'infinity' WHERE entity_id = $1 AND prop = 'due'")
+        .bind::<diesel::sql_types::Text, _>(&broken)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    eds::db::formula_queue::enqueue(&mut conn, "demo", std::slice::from_ref(&broken), 1)
+        .await
+        .unwrap();
+    // queued after it, in another database: a cart summing its items
+    let other = eds::db::databases::create(&app.pool, "other", "other@example.com", "Other Owner")
+        .await
+        .unwrap();
+    let (status, body) = app.call("GET", "/api/auth?db=other", Some(&other.api_key), None).await;
+    assert_eq!(status, 200, "{body}");
+    let other_token = body["token"].as_str().unwrap().to_owned();
+    let entity_type = {
+        let (status, body) = app
+            .get("/api/other/entity?_type.string=entity&name.string=entity", &other_token)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["entities"][0]["_id"].as_str().unwrap().to_owned()
+    };
+    let property_type = {
+        let (status, body) = app
+            .get(
+                "/api/other/entity?_type.string=entity&name.string=property",
+                &other_token,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["entities"][0]["_id"].as_str().unwrap().to_owned()
+    };
+    let create = |values: Json| {
+        let app = &app;
+        let token = other_token.clone();
+        async move {
+            let (status, body) = app.post("/api/other/entity", &token, values).await;
+            assert_eq!(status, 201, "{body}");
+            body["_id"].as_str().unwrap().to_owned()
+        }
+    };
+    let cart = create(json!([{"type": "_type", "reference": entity_type}, {"type": "name", "string": "cart"}])).await;
+    create(json!([
+        {"type": "_type", "reference": property_type}, {"type": "_parent", "reference": cart},
+        {"type": "name", "string": "sum"}, {"type": "type", "string": "number"},
+        {"type": "formula", "string": "_child.*.price SUM"},
+    ]))
+    .await;
+    let parent = create(json!([{"type": "_type", "reference": cart}])).await;
+    let item = create(json!([{"type": "_type", "reference": entity_type}, {"type": "name", "string": "item"}])).await;
+    create(json!([
+        {"type": "_type", "reference": item}, {"type": "_parent", "reference": parent},
+        {"type": "price", "number": 7},
+    ]))
+    .await;
+    // waits for the healthy entry and for the broken one's last attempt
+    app.settle().await;
+    let (status, body) = app.get(&format!("/api/other/entity/{parent}"), &other_token).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["entity"]["sum"][0]["number"], 7);
+    let (attempts, parked): (i32, bool) = diesel::sql_query(
+        "SELECT attempts, parked_at IS NOT NULL AS parked FROM formula_queue WHERE db = 'demo' AND entity_id = $1",
+    )
+    .bind::<diesel::sql_types::Text, _>(&broken)
+    .get_result::<Entry>(&mut conn)
+    .await
+    .map(|entry| (entry.attempts, entry.parked))
+    .unwrap();
+    assert_eq!((attempts, parked), (3, true));
+    assert_eq!(metric(&app, "eds_formula_queue_parked").await, "1");
+    assert_eq!(metric(&app, "eds_formula_queue_pending").await, "0");
+    // aggregate computes it directly: still broken, it fails and stays parked
+    let (status, body) = app.get(&format!("/api/demo/entity/{broken}/aggregate"), &owner).await;
+    assert_eq!((status, body["error"].as_str()), (500, Some("internal")), "{body}");
+    assert_eq!(metric(&app, "eds_formula_queue_parked").await, "1");
+    // repaired, aggregate computes it and its parked entry is gone
+    diesel::sql_query("UPDATE property_values SET date = '2026-01-03' WHERE entity_id = $1 AND prop = 'due'")
+        .bind::<diesel::sql_types::Text, _>(&broken)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let (status, body) = app.get(&format!("/api/demo/entity/{broken}/aggregate"), &owner).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["_id"], broken.as_str());
+    assert_eq!(metric(&app, "eds_formula_queue_parked").await, "0");
+    let entity = read(&app, &owner, &broken).await;
+    assert_eq!(entity["due"][0]["date"], "2026-01-03T00:00:00.000Z", "{entity}");
+}
+
+#[derive(diesel::QueryableByName)]
+struct Entry {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    attempts: i32,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    parked: bool,
 }

@@ -75,6 +75,9 @@ diesel::table! {
         entity_id -> Text,
         hops -> Int4,
         queued_at -> Timestamptz,
+        attempts -> Int4,
+        not_before -> Nullable<Timestamptz>,
+        parked_at -> Nullable<Timestamptz>,
     }
 }
 

@@ -6,6 +6,7 @@ use subtle::ConstantTimeEq;
 use super::error::ApiError;
 use super::openapi as doc;
 use super::{AppState, bearer};
+use crate::db::{Pool, formula_queue};
 
 /// `metrics.token`: the Bearer token a scrape must carry; empty, none.
 pub struct MetricsToken(pub String);
@@ -14,8 +15,8 @@ pub struct MetricsToken(pub String);
     get, path = "/metrics", operation_id = "metrics", tag = "service",
     summary = "Metrics in the Prometheus text format",
     description = "Requests by route and status, latencies, database pool use, writer queue and group-commit sizes, \
-                   thumbnail queue and render times, tokens issued and refused. When `metrics.token` is set, \
-                   only with `Authorization: Bearer <metrics.token>`.",
+                   thumbnail queue and render times, tokens issued and refused, formula queue entries pending and \
+                   parked. When `metrics.token` is set, only with `Authorization: Bearer <metrics.token>`.",
     security((), ("metricsToken" = [])),
     responses((status = 200, description = "Counters, gauges and histograms of the process", body = String,
                content_type = "text/plain",
@@ -33,7 +34,19 @@ pub async fn read(
             return Err(ApiError::unauthorized("Metrics need the metrics token"));
         }
     }
+    // The queue is shared by every process: counted in the database, now.
+    match queue_counts(&state.pool).await {
+        Ok((pending, parked)) => crate::metrics::formula_queue(pending, parked),
+        Err(error) => tracing::warn!(%error, "counting the formula queue failed"),
+    }
     Ok(HttpResponse::Ok()
         .content_type(crate::metrics::CONTENT_TYPE)
         .body(crate::metrics::render(&state.pool)))
+}
+
+async fn queue_counts(pool: &Pool) -> Result<(i64, i64), String> {
+    let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+    let pending = formula_queue::pending(&mut conn).await.map_err(|e| e.to_string())?;
+    let parked = formula_queue::parked(&mut conn).await.map_err(|e| e.to_string())?;
+    Ok((pending, parked))
 }

@@ -1,0 +1,2 @@
+DROP INDEX formula_queue_waiting;
+ALTER TABLE formula_queue DROP COLUMN attempts, DROP COLUMN not_before, DROP COLUMN parked_at;
