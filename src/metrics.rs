@@ -147,6 +147,11 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     for collector in collectors {
         metrics.registry.register(collector).expect("metric names are unique");
     }
+    // A rendering that finds a free worker never queues: show both queues
+    // (at 0) from the start rather than only after the first wait.
+    for queue in ["image", "pdf"] {
+        metrics.thumbnail_queue.with_label_values(&[queue]).set(0);
+    }
     metrics
 });
 
