@@ -114,21 +114,24 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         },
     );
     let files = Files::from_settings(settings, &secret)?;
-    Ok(web::Data::new(AppState::new(
+    Ok(web::Data::new(AppState {
         pool,
         jwt,
-        http::auth::LoginChecks::new(settings.auth.revocation_check_seconds),
+        logins: http::auth::LoginChecks::new(settings.auth.revocation_check_seconds),
         writers,
         trusted_proxies,
+        clock: Default::default(),
+        usage: Default::default(),
         files,
-        AnswerCache::new(settings.database.answer_cache_bytes),
-        settings.limits.max_values_per_write,
-        ExpensiveQueries::new(
+        answers: AnswerCache::new(settings.database.answer_cache_bytes),
+        max_values_per_write: settings.limits.max_values_per_write,
+        expensive: ExpensiveQueries::new(
             settings.database.expensive_queries,
             settings.database.pool_size,
             settings.database.statement_timeout_ms,
         ),
-    )))
+        known_databases: Default::default(),
+    }))
 }
 
 /// Starts serving on `listener`; the returned server runs until stopped.

@@ -46,37 +46,10 @@ pub struct AppState {
     /// The connections expensive list queries may hold at once.
     pub expensive: ExpensiveQueries,
     /// Databases seen to exist (databases are never removed while serving).
-    known_databases: DashSet<String>,
+    pub(crate) known_databases: DashSet<String>,
 }
 
 impl AppState {
-    pub fn new(
-        pool: Pool,
-        jwt: JwtKeys,
-        logins: auth::LoginChecks,
-        writers: Writers,
-        trusted_proxies: Vec<IpAddr>,
-        files: files::Files,
-        answers: Option<AnswerCache>,
-        max_values_per_write: usize,
-        expensive: ExpensiveQueries,
-    ) -> AppState {
-        AppState {
-            pool,
-            jwt,
-            logins,
-            writers,
-            trusted_proxies,
-            clock: Clock::default(),
-            usage: Usage::default(),
-            files,
-            answers,
-            max_values_per_write,
-            expensive,
-            known_databases: DashSet::new(),
-        }
-    }
-
     /// Has database `db`'s writer apply `op` for the caller's person there:
     /// 401 without a token, 403 with one for other databases, 404 for an
     /// unknown database. API keys the write asks for are hashed here, before
