@@ -77,7 +77,8 @@ impl Thumbnailer {
             n => n,
         };
         let pdf_renderer = match config.pdf_renderer {
-            path if path.as_os_str().is_empty() => std::env::current_exe().unwrap_or_default(),
+            // the running binary itself, even after a deployment replaced or removed its file
+            path if path.as_os_str().is_empty() => PathBuf::from("/proc/self/exe"),
             path => path,
         };
         Thumbnailer {
