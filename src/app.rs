@@ -22,7 +22,7 @@ use crate::actors::formula_worker;
 use crate::auth::jwt::JwtKeys;
 use crate::config::Settings;
 use crate::db::{self, Pool, local_cluster::LocalCluster};
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::http::files::Files;
 use crate::http::{self, AppState};
 use crate::limits::RateLimits;

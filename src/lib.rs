@@ -7,6 +7,7 @@ pub mod app;
 pub mod auth;
 pub mod config;
 pub mod db;
+pub mod error;
 pub mod export;
 pub mod formula;
 pub mod http;

@@ -20,7 +20,7 @@ use actix_web::{ResponseError, web};
 use dashmap::DashMap;
 
 use crate::config::LimitSettings;
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::http::{AppState, client_ip};
 use crate::metrics;
 

@@ -15,7 +15,7 @@ use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer
 use image::{DynamicImage, ImageFormat, ImageReader, RgbImage};
 use pdfium_render::prelude::*;
 
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 
 /// The sides a thumbnail may have.
 pub const SIZES: [u32; 3] = [50, 200, 400];

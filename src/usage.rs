@@ -12,7 +12,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::{Value as Json, json};
 
 use crate::db::Pool;
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 
 /// How long a computed usage object is served from memory.
 pub const CACHE_FOR: Duration = Duration::from_secs(5 * 60);

@@ -17,7 +17,7 @@ use crate::db::Pool;
 use crate::db::formula_queue;
 use crate::db::projection::{self, NewEntity, TypeCache, TypeInfo};
 use crate::db::values::{self, EntityRow, NewValue, ValueRow};
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::model::counter;
 use crate::model::definition::{SystemProperty, is_billing_property};
 use crate::model::ids::new_id;

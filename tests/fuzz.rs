@@ -15,8 +15,8 @@
 use std::cell::RefCell;
 
 use chrono::NaiveDate;
+use eds::error::ApiError;
 use eds::formula::{FieldRef, Formula, FormulaValue};
-use eds::http::error::ApiError;
 use eds::model::counter;
 use eds::model::ids::is_valid_id;
 use eds::model::value::{Value, is_language_code, is_storable_text, is_valid_property_name, parse_body};

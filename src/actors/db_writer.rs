@@ -15,7 +15,7 @@ use tracing::Span;
 
 use crate::auth::api_key::GeneratedKey;
 use crate::db::Pool;
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::metrics;
 use crate::write::{self, WriteOutcome, WriteRequest};
 

@@ -22,7 +22,7 @@ use futures_util::future::{BoxFuture, Shared};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::metrics;
 use crate::storage::{ObjectKey, ObjectStore, ReadObject};
 use crate::thumbnail::{self, Source, ThumbnailError};

@@ -14,7 +14,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 
 pub const TOKEN_LIFETIME_SECONDS: i64 = 12 * 60 * 60;
 pub const USE_ACCESS: &str = "access";

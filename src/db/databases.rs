@@ -9,7 +9,7 @@ use crate::auth::api_key;
 use crate::db::schema::databases;
 use crate::db::values::{self, NewValue};
 use crate::db::{Pool, projection};
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::model::ids::new_id;
 use crate::model::{API_KEY_PROPERTY, ENTITY_TYPE, PROPERTY_TYPE};
 

@@ -9,12 +9,12 @@ use diesel_async::AsyncPgConnection;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::error::ApiError;
 use super::openapi as doc;
 use super::{AppState, bearer, client_ip};
 use crate::auth::api_key;
 use crate::auth::jwt::{Claims, Refusal};
 use crate::db::{Pool, values};
+use crate::error::ApiError;
 use crate::metrics;
 use crate::view::format_datetime;
 

@@ -7,11 +7,11 @@ use diesel_async::AsyncPgConnection;
 use futures_util::StreamExt;
 use serde_json::{Map, Value as Json, json};
 
-use super::error::ApiError;
 use super::openapi as doc;
 use super::{AppState, Caller};
 use crate::db::databases;
 use crate::db::values::{self, EntityRow};
+use crate::error::ApiError;
 use crate::model::ids::is_valid_id;
 use crate::model::value::parse_body;
 use crate::query::cache::AnswerKey;

@@ -10,12 +10,12 @@ use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value as Json, json};
 
-use super::error::ApiError;
 use super::openapi as doc;
 use super::{AppState, Caller, entity, property};
 use crate::actors::thumbnailer::{Thumbnailer, ThumbnailerConfig};
 use crate::config::Settings;
 use crate::db::values::ValueRow;
+use crate::error::ApiError;
 use crate::storage::local::{LocalStore, Refusal, Signed};
 use crate::storage::{self, Download, ObjectKey, ObjectStore, Upload, content_disposition, download_disposition};
 use crate::thumbnail::{self, ThumbnailError};

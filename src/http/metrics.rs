@@ -3,10 +3,10 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use subtle::ConstantTimeEq;
 
-use super::error::ApiError;
 use super::openapi as doc;
 use super::{AppState, bearer};
 use crate::db::{Pool, formula_queue};
+use crate::error::ApiError;
 
 /// `metrics.token`: the Bearer token a scrape must carry; empty, none.
 pub struct MetricsToken(pub String);

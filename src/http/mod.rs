@@ -2,7 +2,6 @@
 
 pub mod auth;
 pub mod entity;
-pub mod error;
 pub mod files;
 pub mod health;
 pub mod metrics;
@@ -22,11 +21,11 @@ use crate::actors::db_writer::Writers;
 use crate::auth::clock::Clock;
 use crate::auth::jwt::{Claims, JwtKeys};
 use crate::db::{Pool, databases};
+use crate::error::ApiError;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::usage::Usage;
 use crate::write::{self, WriteOp, WriteOutcome, WriteRequest};
-use error::ApiError;
 
 /// Shared state of every worker.
 pub struct AppState {

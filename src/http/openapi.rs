@@ -17,8 +17,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, RefOr};
 use utoipa::{Modify, OpenApi, ToSchema};
 
-use super::error::ApiError;
 use super::{auth, entity, files, health, metrics, property, usage};
+use crate::error::ApiError;
 
 #[derive(OpenApi)]
 #[openapi(

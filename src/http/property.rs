@@ -4,9 +4,9 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 use serde_json::{Value as Json, json};
 
-use super::error::ApiError;
 use super::openapi as doc;
 use super::{AppState, Caller};
+use crate::error::ApiError;
 use diesel_async::AsyncPgConnection;
 
 use crate::db::values::{self, ValueRow};

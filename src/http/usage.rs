@@ -2,9 +2,9 @@
 
 use actix_web::{HttpResponse, web};
 
-use super::error::ApiError;
 use super::openapi as doc;
 use super::{AppState, Caller};
+use crate::error::ApiError;
 
 #[utoipa::path(
     get, path = "/api/{db}", operation_id = "database_usage", tag = "usage", summary = "Database usage",

@@ -4,7 +4,7 @@
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use serde_json::{Map, Value as Json};
 
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::model::counter;
 use crate::model::ids::is_valid_id;
 

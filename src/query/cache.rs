@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use moka::future::Cache;
 
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::metrics;
 
 /// Answers no request has asked for this long are dropped, freeing their

@@ -12,7 +12,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use super::{Condition, Field, ListQuery, Operand, Operator, RegexFlags, SortTarget};
 use crate::db::values::EntityRow;
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 use crate::model::API_KEY_PROPERTY;
 use crate::view::ALWAYS_SHOWN;
 

@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::config::{Settings, StorageBackend};
-use crate::http::error::ApiError;
+use crate::error::ApiError;
 
 /// Lifetime of every signed upload, download and thumbnail URL.
 pub const URL_LIFETIME: Duration = Duration::from_secs(60);

@@ -1,5 +1,6 @@
 //! The one error type of the API: a status, a stable snake_case code and a
-//! message, answered as `{"status":N,"error":CODE,"message":TEXT}`.
+//! message, answered as `{"status":N,"error":CODE,"message":TEXT}`. It
+//! lives at the bottom, so every layer returns it without importing HTTP.
 
 use std::borrow::Cow;
 
