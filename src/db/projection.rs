@@ -652,7 +652,7 @@ async fn project_one(
             .filter(|row| !row.prop.starts_with('_'))
             .filter_map(|row| row.reference.clone()),
     );
-    let rights = previous.as_ref().map(EntityRow::lists) != Some(lists.clone());
+    let rights = previous.as_ref().map(EntityRow::lists).as_ref() != Some(&lists);
     let name = previous.as_ref().is_some_and(|row| {
         row.name != projection.name
             || name_audience(row.sharing(), &row.lists(), &row.public_props, &row.domain_props)
