@@ -5,27 +5,20 @@ use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::Path;
 use std::time::Duration;
 
-use actix_web::body::{EitherBody, MessageBody};
-use actix_web::dev::Service;
-use actix_web::dev::ServiceRequest;
-use actix_web::dev::{Server, ServiceResponse};
-use actix_web::http::Method;
-use actix_web::http::header::{self, HeaderValue};
-use actix_web::middleware::{ErrorHandlerResponse, ErrorHandlers};
-use actix_web::middleware::{Next, from_fn};
+use actix_web::dev::Server;
+use actix_web::middleware::{ErrorHandlers, from_fn};
 use actix_web::{App, HttpServer, web};
 use rand::RngCore;
-use tracing::Instrument;
 
 use crate::actors::db_writer::{WriterLimits, Writers};
-use crate::actors::formula_worker;
 use crate::auth::jwt::JwtKeys;
 use crate::config::Settings;
 use crate::db::{self, Pool, local_cluster::LocalCluster};
 use crate::error::ApiError;
+use crate::formula::worker as formula_worker;
 use crate::http::files::Files;
+use crate::http::middleware::{cors, error_body, limits, metrics, request_log, usage};
 use crate::http::{self, AppState};
-use crate::limits::RateLimits;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 
@@ -138,7 +131,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
 pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpListener) -> std::io::Result<Server> {
     // Buffered bodies are the JSON writes; the storage upload streams under its own limit.
     let json_body_limit = settings.http.json_body_limit_bytes;
-    let limits = web::Data::new(RateLimits::from_settings(&settings.limits));
+    let limits = web::Data::new(limits::RateLimits::from_settings(&settings.limits));
     let metrics_token = web::Data::new(http::metrics::MetricsToken(settings.metrics.token.clone()));
     let flushed = state.clone();
     let mut server = HttpServer::new(move || {
@@ -152,20 +145,12 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
                     .error_handler(|error, _| ApiError::bad_request("invalid_query", error.to_string()).into()),
             )
             .app_data(web::PathConfig::default().error_handler(|_, _| http::not_found().into()))
-            .wrap(ErrorHandlers::new().default_handler(json_error_body))
-            .wrap_fn({
-                let state = state.clone();
-                move |req, service| {
-                    if let Some(db) = http::database_of_path(req.path()) {
-                        state.usage.count_request(db);
-                    }
-                    service.call(req)
-                }
-            })
-            .wrap(from_fn(crate::limits::middleware))
-            .wrap(from_fn(cors))
-            .wrap(from_fn(crate::metrics::http_middleware))
-            .wrap(from_fn(request_log))
+            .wrap(ErrorHandlers::new().default_handler(error_body::json_error_body))
+            .wrap(from_fn(usage::count_request))
+            .wrap(from_fn(limits::middleware))
+            .wrap(from_fn(cors::cors))
+            .wrap(from_fn(metrics::observe))
+            .wrap(from_fn(request_log::request_log))
             .configure(http::routes)
             .default_service(web::to(|| async {
                 Err::<actix_web::HttpResponse, _>(http::not_found())
@@ -188,71 +173,6 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
     Ok(server.run())
 }
 
-/// Gives every request an id (its `X-Request-Id`, or a new one), echoed in the
-/// response and carried by every log line written while serving it, and logs
-/// the request once done. The path is logged without its query string:
-/// signed storage URLs carry their signature there, and logs hold no credential.
-async fn request_log(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> actix_web::Result<ServiceResponse<impl MessageBody>> {
-    let given = req
-        .headers()
-        .get(REQUEST_ID)
-        .and_then(|value| value.to_str().ok())
-        .filter(|id| !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_graphic()))
-        .map(str::to_owned);
-    let id = given.unwrap_or_else(crate::model::ids::new_id);
-    let span = tracing::info_span!("request", request_id = %id);
-    let (method, path) = (req.method().clone(), req.path().to_owned());
-    let started = std::time::Instant::now();
-    let mut response = next.call(req).instrument(span.clone()).await?;
-    span.in_scope(|| {
-        tracing::info!(
-            %method,
-            %path,
-            status = response.status().as_u16(),
-            ms = started.elapsed().as_secs_f64() * 1000.0,
-            "served"
-        )
-    });
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response
-            .headers_mut()
-            .insert(header::HeaderName::from_static(REQUEST_ID), value);
-    }
-    Ok(response)
-}
-
-const REQUEST_ID: &str = "x-request-id";
-
-/// CORS as the original serves it: any origin, credentials travel in the
-/// `Authorization` header (never cookies), preflights answered with 204.
-async fn cors(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> actix_web::Result<ServiceResponse<EitherBody<impl MessageBody>>> {
-    if req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD) {
-        let mut preflight = actix_web::HttpResponse::NoContent();
-        preflight
-            .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"))
-            .insert_header((header::ACCESS_CONTROL_ALLOW_METHODS, "GET, POST, PUT, DELETE, OPTIONS"))
-            .insert_header((header::ACCESS_CONTROL_MAX_AGE, "86400"));
-        if let Some(asked) = req.headers().get(header::ACCESS_CONTROL_REQUEST_HEADERS) {
-            preflight.insert_header((header::ACCESS_CONTROL_ALLOW_HEADERS, asked.clone()));
-        }
-        return Ok(req.into_response(preflight.finish()).map_into_right_body());
-    }
-    let mut response = next.call(req).await?;
-    let headers = response.headers_mut();
-    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
-    headers.insert(
-        header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("Retry-After, X-Request-Id"),
-    );
-    Ok(response.map_into_left_body())
-}
-
 /// Writes the request counts to PostgreSQL every few seconds.
 async fn flush_request_counts(state: web::Data<AppState>) {
     let mut every = tokio::time::interval(std::time::Duration::from_secs(10));
@@ -262,36 +182,6 @@ async fn flush_request_counts(state: web::Data<AppState>) {
             tracing::warn!(%error, "writing request counts failed");
         }
     }
-}
-
-/// Error responses made outside the handlers (payload limits, method
-/// mismatches) get the same JSON body as every other error.
-fn json_error_body<B>(response: ServiceResponse<B>) -> actix_web::Result<ErrorHandlerResponse<B>> {
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|value| value.as_bytes().starts_with(b"application/json"));
-    if is_json || !(response.status().is_client_error() || response.status().is_server_error()) {
-        return Ok(ErrorHandlerResponse::Response(response.map_into_left_body()));
-    }
-    let status = response.status();
-    let message = status.canonical_reason().unwrap_or("Error");
-    let code = match status.as_u16() {
-        413 => "payload_too_large",
-        405 => "method_not_allowed",
-        404 => "not_found",
-        _ if status.is_server_error() => "internal",
-        _ => "bad_request",
-    };
-    let (request, _) = response.into_parts();
-    let body = actix_web::HttpResponse::build(status).json(serde_json::json!({
-        "status": status.as_u16(),
-        "error": code,
-        "message": message,
-    }));
-    Ok(ErrorHandlerResponse::Response(
-        ServiceResponse::new(request, body).map_into_right_body(),
-    ))
 }
 
 /// Runs `eds serve` until the server is stopped.

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use eds::app::{self, ClusterGuard};
+use eds::cli::{admin, export};
 use eds::config::{LogFormat, Settings};
 use eds::db::{self, Pool};
 use eds::model::API_KEY_PROPERTY;
 use eds::model::value::{Value, ValueInput};
 use eds::write::{self, WriteOp, WriteOutcome, WriteRequest};
-use eds::{admin, export};
 use serde_json::json;
 
 #[derive(Parser)]
@@ -100,7 +100,7 @@ fn main() {
     let cli = Cli::parse();
     // Before the configuration: the worker reads nothing else and opens no database.
     if let Command::RenderPdf { library, size } = &cli.command {
-        std::process::exit(eds::thumbnail::render_pdf_worker(library, *size));
+        std::process::exit(eds::storage::thumbnail::render_pdf_worker(library, *size));
     }
     if let Err(message) = run(cli) {
         eprintln!("eds: {message}");

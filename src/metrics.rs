@@ -3,12 +3,8 @@
 //! without a handle; the pool's gauges are read at scrape time.
 
 use std::sync::LazyLock;
-use std::time::Instant;
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::Method;
-use actix_web::middleware::Next;
+use actix_web::http::{Method, StatusCode};
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
@@ -187,27 +183,16 @@ pub fn formula_queue(pending: i64, parked: i64) {
 
 /// Counts a request and its latency under the route's pattern (never the raw
 /// path, which would make a series per entity id).
-pub async fn http_middleware(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> actix_web::Result<ServiceResponse<impl MessageBody>> {
-    let started = Instant::now();
-    let route = req.match_pattern().unwrap_or_else(|| "unmatched".to_owned());
-    let method = method_label(req.method());
-    let result = next.call(req).await;
-    let status = match &result {
-        Ok(response) => response.status(),
-        Err(error) => error.as_response_error().status_code(),
-    };
+pub fn observe_request(method: &Method, route: &str, status: StatusCode, seconds: f64) {
+    let method = method_label(method);
     METRICS
         .http_requests
-        .with_label_values(&[method, &route, status.as_str()])
+        .with_label_values(&[method, route, status.as_str()])
         .inc();
     METRICS
         .http_duration
-        .with_label_values(&[method, &route])
-        .observe(started.elapsed().as_secs_f64());
-    result
+        .with_label_values(&[method, route])
+        .observe(seconds);
 }
 
 /// Known methods by name; anything else shares one label, so a client cannot

@@ -426,7 +426,7 @@ async fn a_token_stops_working_once_its_key_is_revoked_from_the_command_line() {
     assert_eq!(usage_status(&app, &token).await.0, 200);
 
     // `eds key revoke demo VALUE_ID`, as another process runs it
-    eds::admin::revoke_key(&app.pool, "demo", &value_id).await.unwrap();
+    eds::cli::admin::revoke_key(&app.pool, "demo", &value_id).await.unwrap();
     // 0 seconds: looked up on every request
     assert_invalid_token(usage_status(&app, &token).await);
     assert_eq!(usage_status(&app, &owner).await.0, 200);

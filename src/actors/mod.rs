@@ -1,5 +1,3 @@
-//! Actors: one writer per database, the formula worker, the thumbnail pool.
+//! Actors: one writer per database.
 
 pub mod db_writer;
-pub mod formula_worker;
-pub mod thumbnailer;

@@ -12,13 +12,13 @@ use serde_json::{Value as Json, json};
 
 use super::openapi as doc;
 use super::{AppState, Caller, entity, property};
-use crate::actors::thumbnailer::{Thumbnailer, ThumbnailerConfig};
 use crate::config::Settings;
 use crate::db::values::ValueRow;
 use crate::error::ApiError;
 use crate::storage::local::{LocalStore, Refusal, Signed};
+use crate::storage::thumbnail::{self, ThumbnailError};
+use crate::storage::thumbnailer::{Thumbnailer, ThumbnailerConfig};
 use crate::storage::{self, Download, ObjectKey, ObjectStore, Upload, content_disposition, download_disposition};
-use crate::thumbnail::{self, ThumbnailError};
 use crate::write::WriteOutcome;
 
 /// Object storage and the thumbnail pool.

@@ -5,6 +5,7 @@ pub mod entity;
 pub mod files;
 pub mod health;
 pub mod metrics;
+pub mod middleware;
 pub mod openapi;
 pub mod property;
 pub mod usage;

@@ -7,6 +7,8 @@
 
 pub mod local;
 pub mod s3;
+pub mod thumbnail;
+pub mod thumbnailer;
 
 use std::sync::Arc;
 use std::time::Duration;

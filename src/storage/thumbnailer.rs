@@ -24,8 +24,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ApiError;
 use crate::metrics;
+use crate::storage::thumbnail::{self, Source, ThumbnailError};
 use crate::storage::{ObjectKey, ObjectStore, ReadObject};
-use crate::thumbnail::{self, Source, ThumbnailError};
 
 type Rendering = Shared<BoxFuture<'static, Result<(), ApiError>>>;
 

@@ -12,6 +12,8 @@
 //! a value of the wrong type, division by zero, a non-finite number, more or
 //! fewer than one slot left at the end) makes the whole formula give no value.
 
+pub mod worker;
+
 use std::cmp::Ordering;
 
 use serde_json::{Value as Json, json};

@@ -17,7 +17,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use crate::admin::Failure;
+use crate::cli::admin::Failure;
 use crate::db::projection::{self, TypeCache};
 use crate::db::schema::{databases as databases_table, entities, property_values};
 use crate::db::{Pool, databases, formula_queue};

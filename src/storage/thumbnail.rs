@@ -2,7 +2,7 @@
 //! centre-cropped (cover) JPEG of exactly the asked side. Images through the
 //! `image` crate (JPEG decoded at reduced scale when the thumbnail is much
 //! smaller), PDF first pages through PDFium; resizing with `fast_image_resize`.
-//! Callers run this off the async workers (see `actors::thumbnailer`); PDFs
+//! Callers run this off the async workers (see `storage::thumbnailer`); PDFs
 //! render in an `eds render-pdf` process ([`render_pdf_worker`]).
 
 use std::io::{Cursor, Read, Write};

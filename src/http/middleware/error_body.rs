@@ -1,0 +1,35 @@
+//! The JSON error body for errors actix answers before a handler runs.
+
+use actix_web::dev::ServiceResponse;
+use actix_web::http::header;
+use actix_web::middleware::ErrorHandlerResponse;
+
+/// Error responses made outside the handlers (payload limits, method
+/// mismatches) get the same JSON body as every other error.
+pub fn json_error_body<B>(response: ServiceResponse<B>) -> actix_web::Result<ErrorHandlerResponse<B>> {
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"application/json"));
+    if is_json || !(response.status().is_client_error() || response.status().is_server_error()) {
+        return Ok(ErrorHandlerResponse::Response(response.map_into_left_body()));
+    }
+    let status = response.status();
+    let message = status.canonical_reason().unwrap_or("Error");
+    let code = match status.as_u16() {
+        413 => "payload_too_large",
+        405 => "method_not_allowed",
+        404 => "not_found",
+        _ if status.is_server_error() => "internal",
+        _ => "bad_request",
+    };
+    let (request, _) = response.into_parts();
+    let body = actix_web::HttpResponse::build(status).json(serde_json::json!({
+        "status": status.as_u16(),
+        "error": code,
+        "message": message,
+    }));
+    Ok(ErrorHandlerResponse::Response(
+        ServiceResponse::new(request, body).map_into_right_body(),
+    ))
+}

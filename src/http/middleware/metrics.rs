@@ -1,0 +1,26 @@
+//! Request counts and latencies for `/metrics`.
+
+use std::time::Instant;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+
+use crate::metrics;
+
+/// Observes every request under its route's pattern.
+pub async fn observe(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> actix_web::Result<ServiceResponse<impl MessageBody>> {
+    let started = Instant::now();
+    let route = req.match_pattern().unwrap_or_else(|| "unmatched".to_owned());
+    let method = req.method().clone();
+    let result = next.call(req).await;
+    let status = match &result {
+        Ok(response) => response.status(),
+        Err(error) => error.as_response_error().status_code(),
+    };
+    metrics::observe_request(&method, &route, status, started.elapsed().as_secs_f64());
+    result
+}

@@ -1,0 +1,10 @@
+//! What wraps every request, outermost first: request id and log, metrics,
+//! CORS, rate limits, the per-database request count, and the JSON body for
+//! errors answered before a handler runs.
+
+pub mod cors;
+pub mod error_body;
+pub mod limits;
+pub mod metrics;
+pub mod request_log;
+pub mod usage;
