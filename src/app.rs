@@ -14,7 +14,7 @@ use crate::actors::db_writer::{WriterLimits, Writers};
 use crate::auth::jwt::JwtKeys;
 use crate::config::Settings;
 use crate::db::{self, Pool, local_cluster::LocalCluster};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::formula::worker as formula_worker;
 use crate::http::files::Files;
 use crate::http::middleware::{cors, error_body, limits, metrics, request_log, usage};
@@ -142,7 +142,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
             .app_data(web::PayloadConfig::new(json_body_limit))
             .app_data(
                 web::QueryConfig::default()
-                    .error_handler(|error, _| ApiError::bad_request("invalid_query", error.to_string()).into()),
+                    .error_handler(|error, _| ApiError::new(ErrorCode::InvalidQuery, error.to_string()).into()),
             )
             .app_data(web::PathConfig::default().error_handler(|_, _| http::not_found().into()))
             .wrap(ErrorHandlers::new().default_handler(error_body::json_error_body))

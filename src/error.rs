@@ -7,37 +7,162 @@ use std::borrow::Cow;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 
+/// Declares every stable error code once: its variant, the snake_case code
+/// clients match on, and the status it is answered with.
+macro_rules! error_codes {
+    ($($status:ident { $($(#[$doc:meta])* $variant:ident = $code:literal,)* })*) => {
+        /// Every stable `error` code of the API.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $($($(#[$doc])* $variant,)*)*
+        }
+
+        impl ErrorCode {
+            pub const ALL: &[ErrorCode] = &[$($(ErrorCode::$variant,)*)*];
+
+            /// The code as clients see it in the `error` field.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($(ErrorCode::$variant => $code,)*)*
+                }
+            }
+
+            pub const fn status(self) -> StatusCode {
+                match self {
+                    $($(ErrorCode::$variant => StatusCode::$status,)*)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    BAD_REQUEST {
+        /// A 400 answered by actix before a handler ran.
+        BadRequest = "bad_request",
+        InvalidBody = "invalid_body",
+        InvalidJson = "invalid_json",
+        InvalidQuery = "invalid_query",
+        InvalidFilter = "invalid_filter",
+        /// A pattern the regex crate accepts but PostgreSQL does not, or the reverse.
+        InvalidRegex = "invalid_regex",
+        InvalidId = "invalid_id",
+        InvalidValueId = "invalid_value_id",
+        InvalidLanguage = "invalid_language",
+        InvalidReference = "invalid_reference",
+        InvalidSharing = "invalid_sharing",
+        InvalidType = "invalid_type",
+        InvalidValue = "invalid_value",
+        InvalidDatabaseName = "invalid_database_name",
+        LoginFieldsReserved = "login_fields_reserved",
+        TypeRequired = "type_required",
+        UnknownSystemProperty = "unknown_system_property",
+        UploadFailed = "upload_failed",
+        InvalidSize = "invalid_size",
+        ImageTooLarge = "image_too_large",
+        UnsupportedFileType = "unsupported_file_type",
+        UndecodableFile = "undecodable_file",
+    }
+    UNAUTHORIZED {
+        Unauthorized = "unauthorized",
+    }
+    FORBIDDEN {
+        Forbidden = "forbidden",
+        /// A signed storage URL used after its expiry.
+        RequestExpired = "request_expired",
+        /// A signed storage URL altered, or used with other headers than signed.
+        SignatureDoesNotMatch = "signature_does_not_match",
+    }
+    NOT_FOUND {
+        NotFound = "not_found",
+    }
+    METHOD_NOT_ALLOWED {
+        MethodNotAllowed = "method_not_allowed",
+    }
+    CONFLICT {
+        DatabaseExists = "database_exists",
+    }
+    PAYLOAD_TOO_LARGE {
+        PayloadTooLarge = "payload_too_large",
+        FileTooLarge = "file_too_large",
+        /// More values in one write than `limits.max_values_per_write`.
+        TooManyValues = "too_many_values",
+    }
+    TOO_MANY_REQUESTS {
+        RateLimited = "rate_limited",
+    }
+    INTERNAL_SERVER_ERROR {
+        /// Details are in the log, never in the answer.
+        Internal = "internal",
+    }
+    SERVICE_UNAVAILABLE {
+        /// No database connection (or no permit for an expensive query) came free in time.
+        DatabaseBusy = "database_busy",
+        /// The statement ran past `database.statement_timeout_ms`.
+        QueryTimeout = "query_timeout",
+        /// The database's writer queue is full.
+        WritesBusy = "writes_busy",
+        /// Every thumbnail slot stayed taken for `actors.thumbnail_wait_ms`.
+        ThumbnailsBusy = "thumbnails_busy",
+    }
+}
+
+impl ErrorCode {
+    /// Why a 503 happens, as the OpenAPI document tells it: every 503 is a
+    /// busy or slow moment, answered with `Retry-After`.
+    pub const fn unavailable_reason(self) -> Option<&'static str> {
+        match self {
+            ErrorCode::DatabaseBusy => Some("no database connection came free within `database.statement_timeout_ms`"),
+            ErrorCode::QueryTimeout => Some("the query took longer than `database.statement_timeout_ms`"),
+            ErrorCode::WritesBusy => Some("too many writes are waiting for this database"),
+            ErrorCode::ThumbnailsBusy => Some("too many thumbnails are rendering"),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Lets tests and callers compare a code with the text clients see.
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{status} {code}: {message}")]
+#[error("{code}: {message}")]
 pub struct ApiError {
-    pub status: StatusCode,
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: Cow<'static, str>,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<Cow<'static, str>>) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
         ApiError {
-            status,
             code,
             message: message.into(),
         }
     }
 
-    pub fn bad_request(code: &'static str, message: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, code, message)
+    pub fn status(&self) -> StatusCode {
+        self.code.status()
     }
 
     pub fn unauthorized(message: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+        Self::new(ErrorCode::Unauthorized, message)
     }
 
     pub fn forbidden(message: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+        Self::new(ErrorCode::Forbidden, message)
     }
 
     pub fn not_found(message: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+        Self::new(ErrorCode::NotFound, message)
     }
 
     pub fn entity_not_found() -> Self {
@@ -55,22 +180,19 @@ impl ApiError {
     /// Logs the cause with context and answers a bare 500: details stay in the log.
     pub fn internal(context: &str, cause: impl std::fmt::Display) -> Self {
         tracing::error!(%cause, "{context}");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "Internal server error")
+        Self::new(ErrorCode::Internal, "Internal server error")
     }
 
-    /// No database connection (or no permit for an expensive query) came free in time.
     pub fn database_busy() -> Self {
         Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "database_busy",
+            ErrorCode::DatabaseBusy,
             "Every database connection is busy; retry later",
         )
     }
 
     fn query_timeout() -> Self {
         Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "query_timeout",
+            ErrorCode::QueryTimeout,
             "The query took too long; narrow it or retry later",
         )
     }
@@ -78,18 +200,19 @@ impl ApiError {
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
-        self.status
+        self.status()
     }
 
     fn error_response(&self) -> HttpResponse {
-        let mut response = HttpResponse::build(self.status);
+        let status = self.status();
+        let mut response = HttpResponse::build(status);
         // Every 503 of the API is a busy or slow moment, never a lasting state.
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+        if status == StatusCode::SERVICE_UNAVAILABLE {
             response.insert_header(("Retry-After", "5"));
         }
         response.json(serde_json::json!({
-            "status": self.status.as_u16(),
-            "error": self.code,
+            "status": status.as_u16(),
+            "error": self.code.as_str(),
             "message": self.message,
         }))
     }
@@ -104,7 +227,7 @@ impl From<diesel::result::Error> for ApiError {
             }
             // A pattern the regex crate accepts but PostgreSQL does not.
             if info.message().contains("invalid regular expression") {
-                return Self::bad_request("invalid_regex", "Invalid regex");
+                return Self::new(ErrorCode::InvalidRegex, "Invalid regex");
             }
         }
         Self::internal("database error", error)
@@ -117,5 +240,37 @@ impl From<diesel_async::pooled_connection::deadpool::PoolError> for ApiError {
             return Self::database_busy();
         }
         Self::internal("database pool error", error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn every_code_is_snake_case_and_unique() {
+        let mut seen = HashSet::new();
+        for code in ErrorCode::ALL {
+            let text = code.as_str();
+            assert!(text.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{text}");
+            assert!(seen.insert(text), "{text} twice");
+        }
+    }
+
+    #[test]
+    fn exactly_the_503_codes_tell_why_they_happen() {
+        for code in ErrorCode::ALL {
+            let unavailable = code.status() == StatusCode::SERVICE_UNAVAILABLE;
+            assert_eq!(code.unavailable_reason().is_some(), unavailable, "{code}");
+        }
+    }
+
+    #[test]
+    fn a_503_answers_retry_after() {
+        let response = ApiError::database_busy().error_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers().get("Retry-After").unwrap(), "5");
     }
 }

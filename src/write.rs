@@ -5,7 +5,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use actix_web::http::StatusCode;
 use chrono::{DateTime, Utc};
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection};
@@ -17,7 +16,7 @@ use crate::db::Pool;
 use crate::db::formula_queue;
 use crate::db::projection::{self, NewEntity, TypeCache, TypeInfo};
 use crate::db::values::{self, EntityRow, NewValue, ValueRow};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::model::counter;
 use crate::model::definition::{SystemProperty, is_billing_property};
 use crate::model::ids::new_id;
@@ -188,7 +187,7 @@ const MAX_KEYS_PER_WRITE: usize = 10;
 /// most `max_values` values (`limits.max_values_per_write`) and
 /// [`MAX_KEYS_PER_WRITE`] API keys; more → 413 `too_many_values`.
 pub fn check_size(values: &[ValueInput], max_values: usize) -> Result<(), ApiError> {
-    let too_many = |message: String| Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_many_values", message));
+    let too_many = |message: String| Err(ApiError::new(ErrorCode::TooManyValues, message));
     if values.len() > max_values {
         return too_many(format!("A write holds at most {max_values} values"));
     }
@@ -283,19 +282,19 @@ async fn create_entity(
     let type_id = match type_inputs.as_slice() {
         [one] => match &one.value {
             Value::Reference(id) => id.clone(),
-            _ => return Err(ApiError::bad_request("invalid_type", "_type takes a reference value")),
+            _ => return Err(ApiError::new(ErrorCode::InvalidType, "_type takes a reference value")),
         },
         [] => {
-            return Err(ApiError::bad_request(
-                "type_required",
+            return Err(ApiError::new(
+                ErrorCode::TypeRequired,
                 "A new entity needs a _type property",
             ));
         }
-        _ => return Err(ApiError::bad_request("invalid_type", "An entity has exactly one _type")),
+        _ => return Err(ApiError::new(ErrorCode::InvalidType, "An entity has exactly one _type")),
     };
     if inputs.iter().any(|v| v.replaces.is_some()) {
-        return Err(ApiError::bad_request(
-            "invalid_id",
+        return Err(ApiError::new(
+            ErrorCode::InvalidId,
             "A new entity has no values to overwrite",
         ));
     }
@@ -592,8 +591,8 @@ async fn validate(
     counters.dedup();
     for prop in SINGLE_VALUED {
         if inputs.iter().filter(|input| input.prop == prop).count() > 1 {
-            return Err(ApiError::bad_request(
-                "invalid_value",
+            return Err(ApiError::new(
+                ErrorCode::InvalidValue,
                 format!("An entity has exactly one {prop}; write one value"),
             ));
         }
@@ -619,8 +618,8 @@ async fn validate(
                 .count()
                 > 1;
             let Some(live) = live.filter(|_| !twice) else {
-                return Err(ApiError::bad_request(
-                    "invalid_value_id",
+                return Err(ApiError::new(
+                    ErrorCode::InvalidValueId,
                     format!("{replaced} is not a live {} value of this entity", input.prop),
                 ));
             };
@@ -630,8 +629,8 @@ async fn validate(
                 may_leave_parent(conn, target.db, target.actor, parent).await?;
             }
         } else if input.prop == "_type" && !target.is_new {
-            return Err(ApiError::bad_request(
-                "invalid_type",
+            return Err(ApiError::new(
+                ErrorCode::InvalidType,
                 "An entity has exactly one _type; change it by overwriting that value by its _id",
             ));
         }
@@ -641,8 +640,8 @@ async fn validate(
             && !matches!(input.prop.as_str(), "_type" | "_parent")
             && !values::entity_exists(conn, target.db, referenced).await?
         {
-            return Err(ApiError::bad_request(
-                "invalid_reference",
+            return Err(ApiError::new(
+                ErrorCode::InvalidReference,
                 format!("{}: entity {referenced} not found", input.prop),
             ));
         }
@@ -700,8 +699,8 @@ async fn check_property(
             (SystemProperty::Type, Value::Reference(type_id))
                 if !types.get(conn, target.db, type_id).await?.is_entity_type() =>
             {
-                return Err(ApiError::bad_request(
-                    "invalid_type",
+                return Err(ApiError::new(
+                    ErrorCode::InvalidType,
                     "_type must reference an entity type",
                 ));
             }
@@ -714,8 +713,8 @@ async fn check_property(
                 }
             }
             (SystemProperty::Sharing, Value::String(sharing)) if Sharing::parse(sharing).is_none() => {
-                return Err(ApiError::bad_request(
-                    "invalid_sharing",
+                return Err(ApiError::new(
+                    ErrorCode::InvalidSharing,
                     "_sharing is one of public, domain, private",
                 ));
             }
@@ -731,8 +730,8 @@ async fn check_property(
         }));
     }
     if prop.starts_with('_') {
-        return Err(ApiError::bad_request(
-            "unknown_system_property",
+        return Err(ApiError::new(
+            ErrorCode::UnknownSystemProperty,
             format!("{prop} is not a system property"),
         ));
     }
@@ -745,8 +744,8 @@ async fn check_property(
             return Ok((target.actor != target.entity_id).then_some(Right::Owner));
         }
         LOGIN_PROPERTY => {
-            return Err(ApiError::bad_request(
-                "login_fields_reserved",
+            return Err(ApiError::new(
+                ErrorCode::LoginFieldsReserved,
                 "service_user values are set by the service at sign-in",
             ));
         }
@@ -766,11 +765,11 @@ async fn check_property(
 }
 
 fn wrong_field(prop: &str, field: &str) -> ApiError {
-    ApiError::bad_request("invalid_value", format!("{prop} takes a `{field}` value"))
+    ApiError::new(ErrorCode::InvalidValue, format!("{prop} takes a `{field}` value"))
 }
 
 fn not_multilingual(prop: &str) -> ApiError {
-    ApiError::bad_request("invalid_language", format!("{prop} is not multilingual"))
+    ApiError::new(ErrorCode::InvalidLanguage, format!("{prop} is not multilingual"))
 }
 
 fn new_row(target: &Target<'_>, prop: &str, value: &Value, language: Option<String>) -> NewValue {

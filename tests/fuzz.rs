@@ -41,9 +41,9 @@ fn config(cases: u32) -> Config {
 
 /// A refusal a client can act on: 4xx, a snake_case code and a message.
 fn assert_client_error(error: &ApiError) {
-    assert!(error.status.is_client_error(), "not a 4xx: {error}");
+    assert!(error.status().is_client_error(), "not a 4xx: {error}");
     assert!(
-        !error.code.is_empty() && error.code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+        !error.code.as_str().is_empty() && error.code.as_str().bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
         "code {:?}",
         error.code
     );
@@ -327,7 +327,7 @@ proptest! {
             }
             Err(error) => {
                 assert_client_error(&error);
-                prop_assert_eq!((error.code, error.message.as_ref()), ("invalid_regex", "Invalid regex"));
+                prop_assert_eq!((error.code.as_str(), error.message.as_ref()), ("invalid_regex", "Invalid regex"));
                 // Valid also means compiling within the parser's 1 MiB size limit, no NUL,
                 // and no class syntax PostgreSQL reads otherwise (set operations, nested classes).
                 let compiles = regex::RegexBuilder::new(pattern).size_limit(1 << 20).build().is_ok();

@@ -97,7 +97,7 @@ async fn a_definition_written_earlier_in_a_batch_governs_the_later_writes() {
     assert!(outcomes[0].is_ok() && outcomes[1].is_ok(), "{outcomes:?}");
     let error = outcomes[2].as_ref().unwrap_err();
     assert_eq!(
-        (error.code, error.message.as_ref()),
+        (error.code.as_str(), error.message.as_ref()),
         ("invalid_value", "pages takes a `number` value")
     );
 }

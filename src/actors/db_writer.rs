@@ -8,14 +8,13 @@
 use std::sync::Arc;
 
 use actix::prelude::*;
-use actix_web::http::StatusCode;
 use dashmap::DashMap;
 use tokio::sync::{Notify, oneshot};
 use tracing::Span;
 
 use crate::auth::api_key::GeneratedKey;
 use crate::db::Pool;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::metrics;
 use crate::write::{self, WriteOutcome, WriteRequest};
 
@@ -119,8 +118,7 @@ impl DbWriter {
 
 fn busy() -> ApiError {
     ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "writes_busy",
+        ErrorCode::WritesBusy,
         "Too many writes are waiting for this database; retry later",
     )
 }

@@ -9,7 +9,7 @@ use crate::auth::api_key;
 use crate::db::schema::databases;
 use crate::db::values::{self, NewValue};
 use crate::db::{Pool, projection};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::model::ids::new_id;
 use crate::model::{API_KEY_PROPERTY, ENTITY_TYPE, PROPERTY_TYPE};
 
@@ -98,8 +98,8 @@ const SEED_TYPES: [(&str, &str, &[SeedDefinition]); 4] = [
 /// owner person holding a fresh API key.
 pub async fn create(pool: &Pool, name: &str, email: &str, person_name: &str) -> Result<CreatedDatabase, ApiError> {
     if let Some(problem) = name_problem(name) {
-        return Err(ApiError::bad_request(
-            "invalid_database_name",
+        return Err(ApiError::new(
+            ErrorCode::InvalidDatabaseName,
             format!("Database name {name:?} is not allowed ({problem})"),
         ));
     }
@@ -111,8 +111,7 @@ pub async fn create(pool: &Pool, name: &str, email: &str, person_name: &str) -> 
         async move {
             if exists(conn, name).await? {
                 return Err(ApiError::new(
-                    actix_web::http::StatusCode::CONFLICT,
-                    "database_exists",
+                    ErrorCode::DatabaseExists,
                     format!("Database {name} exists"),
                 ));
             }

@@ -11,7 +11,7 @@ use super::openapi as doc;
 use super::{AppState, Caller};
 use crate::db::databases;
 use crate::db::values::{self, EntityRow};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::model::ids::is_valid_id;
 use crate::model::value::parse_body;
 use crate::query::cache::AnswerKey;
@@ -53,7 +53,7 @@ pub async fn list(
     let db = db.into_inner();
     state.require_database(&db).await?;
     let params: Vec<(String, String)> = serde_urlencoded::from_str(req.query_string())
-        .map_err(|_| ApiError::bad_request("invalid_query", "Malformed query string"))?;
+        .map_err(|_| ApiError::new(ErrorCode::InvalidQuery, "Malformed query string"))?;
     let query = ListQuery::parse(&params)?;
     let person = caller.person_in(&db);
     if sql::is_streamed(&query) {

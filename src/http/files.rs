@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::http::{StatusCode, header};
+use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value as Json, json};
 
@@ -14,7 +14,7 @@ use super::openapi as doc;
 use super::{AppState, Caller, entity, property};
 use crate::config::Settings;
 use crate::db::values::ValueRow;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::storage::local::{LocalStore, Refusal, Signed};
 use crate::storage::thumbnail::{self, ThumbnailError};
 use crate::storage::thumbnailer::{Thumbnailer, ThumbnailerConfig};
@@ -215,15 +215,21 @@ fn signed_request<'a>(
 
 fn refused(refusal: Refusal) -> ApiError {
     let (code, message) = match refusal {
-        Refusal::Expired => ("request_expired", "Request has expired"),
+        Refusal::Expired => (ErrorCode::RequestExpired, "Request has expired"),
         Refusal::BadSignature => (
-            "signature_does_not_match",
+            ErrorCode::SignatureDoesNotMatch,
             "The request signature does not match the URL",
         ),
-        Refusal::ContentType => ("signature_does_not_match", "Content-Type differs from the signed one"),
-        Refusal::ContentLength => ("signature_does_not_match", "Content-Length differs from the signed one"),
+        Refusal::ContentType => (
+            ErrorCode::SignatureDoesNotMatch,
+            "Content-Type differs from the signed one",
+        ),
+        Refusal::ContentLength => (
+            ErrorCode::SignatureDoesNotMatch,
+            "Content-Length differs from the signed one",
+        ),
     };
-    ApiError::new(StatusCode::FORBIDDEN, code, message)
+    ApiError::new(code, message)
 }
 
 /// `PUT /storage/{key}`: an upload to a URL the local backend signed.
@@ -256,8 +262,7 @@ pub async fn storage_put(
     // The length must match the signed one, so the header bounds what is streamed.
     if content_length.is_some_and(|length| length > state.files.upload_limit) {
         return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
+            ErrorCode::PayloadTooLarge,
             format!("Uploads are limited to {} bytes", state.files.upload_limit),
         ));
     }
@@ -267,7 +272,7 @@ pub async fn storage_put(
     local
         .put_stream(&key, content_length.unwrap_or_default(), body)
         .await
-        .map_err(|e| ApiError::bad_request("upload_failed", e.to_string()))?;
+        .map_err(|e| ApiError::new(ErrorCode::UploadFailed, e.to_string()))?;
     Ok(HttpResponse::Ok().finish())
 }
 

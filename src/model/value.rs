@@ -4,7 +4,7 @@
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use serde_json::{Map, Value as Json};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::model::counter;
 use crate::model::ids::is_valid_id;
 
@@ -136,7 +136,7 @@ const FILE_FIELDS: [&str; 3] = ["filename", "filesize", "filetype"];
 /// Parses a write body: an array of property objects, or a single object.
 pub fn parse_body(body: &[u8]) -> Result<Vec<ValueInput>, ApiError> {
     let json: Json = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request("invalid_json", format!("Malformed JSON body: {e}")))?;
+        .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("Malformed JSON body: {e}")))?;
     match json {
         Json::Array(items) => items.iter().map(parse_object).collect(),
         Json::Object(_) => Ok(vec![parse_object(&json)?]),
@@ -145,7 +145,7 @@ pub fn parse_body(body: &[u8]) -> Result<Vec<ValueInput>, ApiError> {
 }
 
 fn malformed(detail: impl std::fmt::Display) -> ApiError {
-    ApiError::bad_request("invalid_body", format!("Malformed request body: {detail}"))
+    ApiError::new(ErrorCode::InvalidBody, format!("Malformed request body: {detail}"))
 }
 
 fn parse_object(item: &Json) -> Result<ValueInput, ApiError> {
@@ -168,8 +168,8 @@ fn parse_object(item: &Json) -> Result<ValueInput, ApiError> {
         None | Some(Json::Null) => None,
         Some(Json::String(code)) if is_language_code(code) => Some(code.clone()),
         Some(_) => {
-            return Err(ApiError::bad_request(
-                "invalid_language",
+            return Err(ApiError::new(
+                ErrorCode::InvalidLanguage,
                 "Language must be exactly two lowercase letters",
             ));
         }
@@ -239,7 +239,7 @@ fn parse_scalar(prop: &str, field: &str, raw: &Json) -> Result<Value, ApiError> 
         "datetime" => Value::Datetime(raw.as_str().and_then(parse_datetime).ok_or_else(wrong)?),
         "reference" => match raw.as_str() {
             Some(id) if is_valid_id(id) => Value::Reference(id.to_owned()),
-            _ => return Err(ApiError::bad_request("invalid_id", "Invalid ID")),
+            _ => return Err(ApiError::new(ErrorCode::InvalidId, "Invalid ID")),
         },
         _ => unreachable!("only scalar field names are passed"),
     })
@@ -346,7 +346,11 @@ mod tests {
             r#"{"type":"a"}"#,
             r#"{"type":"a.b","string":"x"}"#,
         ] {
-            assert_eq!(parse_body(body.as_bytes()).unwrap_err().status.as_u16(), 400, "{body}");
+            assert_eq!(
+                parse_body(body.as_bytes()).unwrap_err().status().as_u16(),
+                400,
+                "{body}"
+            );
         }
     }
 
@@ -371,7 +375,7 @@ mod tests {
             r#"{"type":"d","date":"-5000-01-01"}"#,
             r#"{"type":"d","datetime":"-5000-01-01T00:00:00"}"#,
         ] {
-            assert_eq!(one(body).unwrap_err().status.as_u16(), 400, "{body}");
+            assert_eq!(one(body).unwrap_err().status().as_u16(), 400, "{body}");
         }
     }
 

@@ -118,7 +118,9 @@ mod tests {
     async fn an_error_is_not_cached() {
         let cache = AnswerCache::new(1 << 20).unwrap();
         let failed = cache
-            .get_or_compute(key(1, None), async { Err(ApiError::bad_request("x", "Invalid regex")) })
+            .get_or_compute(key(1, None), async {
+                Err(ApiError::new(crate::error::ErrorCode::InvalidRegex, "Invalid regex"))
+            })
             .await;
         assert_eq!(failed.unwrap_err().message, "Invalid regex");
         let answer = cache

@@ -11,7 +11,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::db::projection::SEARCH_WORD_CHARS;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::model::ids::is_valid_id;
 use crate::model::value::{is_storable_date, is_storable_text, is_valid_property_name, parse_date, parse_datetime};
 
@@ -337,14 +337,14 @@ fn parse_filter(key: &str, value: &str) -> Result<Option<Filter>, ApiError> {
 }
 
 fn operand(field: Field, text: &str) -> Result<Operand, ApiError> {
-    let invalid = |what: &str| ApiError::bad_request("invalid_filter", format!("Invalid {what}: {text:?}"));
+    let invalid = |what: &str| ApiError::new(ErrorCode::InvalidFilter, format!("Invalid {what}: {text:?}"));
     Ok(match field {
         Field::String | Field::Filename | Field::Filetype | Field::Language if !is_storable_text(text) => {
             return Err(invalid("text"));
         }
         Field::String | Field::Filename | Field::Filetype | Field::Language => Operand::Text(text.to_owned()),
         Field::Reference if is_valid_id(text) => Operand::Text(text.to_owned()),
-        Field::Reference => return Err(ApiError::bad_request("invalid_id", "Invalid ID")),
+        Field::Reference => return Err(ApiError::new(ErrorCode::InvalidId, "Invalid ID")),
         Field::Number => Operand::Number(text.trim().parse().map_err(|_| invalid("number"))?),
         Field::Filesize => Operand::Integer(text.trim().parse().map_err(|_| invalid("file size"))?),
         Field::Boolean => Operand::Boolean(text == "true"),
@@ -371,7 +371,7 @@ fn from_millis(text: &str) -> Option<DateTime<Utc>> {
 /// crate's syntax, which is checked here so PostgreSQL never sees a pattern
 /// the service would not accept.
 fn parse_regex(value: &str) -> Result<Condition, ApiError> {
-    let invalid = || ApiError::bad_request("invalid_regex", "Invalid regex");
+    let invalid = || ApiError::new(ErrorCode::InvalidRegex, "Invalid regex");
     let (pattern, flag_text) = match value.strip_prefix('/').and_then(|rest| rest.rsplit_once('/')) {
         Some((pattern, flags)) => (pattern, flags),
         None => (value, ""),
@@ -471,7 +471,10 @@ mod tests {
         let held = budget.admit(&expensive).await.unwrap();
         assert!(held.is_some(), "half of 3 rounds down to 1 permit");
         let refused = budget.admit(&expensive).await.unwrap_err();
-        assert_eq!((refused.status.as_u16(), refused.code), (503, "database_busy"));
+        assert_eq!(
+            (refused.status().as_u16(), refused.code.as_str()),
+            (503, "database_busy")
+        );
         assert!(budget.admit(&parse(&[]).unwrap()).await.unwrap().is_none());
         drop(held);
         assert!(budget.admit(&expensive).await.unwrap().is_some());
@@ -563,7 +566,7 @@ mod tests {
     #[test]
     fn malformed_reference_is_invalid_id() {
         let error = parse(&[("owner.reference", "xyz")]).unwrap_err();
-        assert_eq!((error.status.as_u16(), error.message.as_ref()), (400, "Invalid ID"));
+        assert_eq!((error.status().as_u16(), error.message.as_ref()), (400, "Invalid ID"));
     }
 
     #[test]
@@ -625,7 +628,7 @@ mod tests {
         match parse(&[("n.string.regex", value)]) {
             Err(error) => {
                 assert_eq!(
-                    (error.status.as_u16(), error.code, error.message.as_ref()),
+                    (error.status().as_u16(), error.code.as_str(), error.message.as_ref()),
                     (400, "invalid_regex", "Invalid regex"),
                     "{value}"
                 );
@@ -826,7 +829,7 @@ mod tests {
         ] {
             let error = parse(&[(key, &value)]).unwrap_err();
             assert_eq!(
-                (error.status.as_u16(), error.code, error.message.as_ref()),
+                (error.status().as_u16(), error.code.as_str(), error.message.as_ref()),
                 (400, "invalid_id", "Invalid ID"),
                 "{key}={value}"
             );

@@ -9,13 +9,12 @@ use std::io::{Cursor, Read, Write};
 use std::path::Path;
 use std::sync::OnceLock;
 
-use actix_web::http::StatusCode;
 use fast_image_resize::images::Image;
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use image::{DynamicImage, ImageFormat, ImageReader, RgbImage};
 use pdfium_render::prelude::*;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// The sides a thumbnail may have.
 pub const SIZES: [u32; 3] = [50, 200, 400];
@@ -45,17 +44,17 @@ pub enum ThumbnailError {
 
 impl From<ThumbnailError> for ApiError {
     fn from(error: ThumbnailError) -> ApiError {
-        let (status, code) = match error {
-            ThumbnailError::InvalidSize => (StatusCode::BAD_REQUEST, "invalid_size"),
-            ThumbnailError::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "file_too_large"),
-            ThumbnailError::TooManyPixels => (StatusCode::BAD_REQUEST, "image_too_large"),
-            ThumbnailError::Unsupported => (StatusCode::BAD_REQUEST, "unsupported_file_type"),
-            ThumbnailError::Undecodable | ThumbnailError::PdfTimeout => (StatusCode::BAD_REQUEST, "undecodable_file"),
+        let code = match error {
+            ThumbnailError::InvalidSize => ErrorCode::InvalidSize,
+            ThumbnailError::TooLarge => ErrorCode::FileTooLarge,
+            ThumbnailError::TooManyPixels => ErrorCode::ImageTooLarge,
+            ThumbnailError::Unsupported => ErrorCode::UnsupportedFileType,
+            ThumbnailError::Undecodable | ThumbnailError::PdfTimeout => ErrorCode::UndecodableFile,
             ThumbnailError::PdfUnavailable => {
                 return ApiError::internal("PDF thumbnail", "libpdfium could not be loaded");
             }
         };
-        ApiError::new(status, code, error.to_string())
+        ApiError::new(code, error.to_string())
     }
 }
 

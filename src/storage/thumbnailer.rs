@@ -15,14 +15,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use actix_web::http::StatusCode;
 use dashmap::{DashMap, DashSet};
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::metrics;
 use crate::storage::thumbnail::{self, Source, ThumbnailError};
 use crate::storage::{ObjectKey, ObjectStore, ReadObject};
@@ -277,8 +276,7 @@ impl Inner {
 
 fn busy() -> ApiError {
     ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "thumbnails_busy",
+        ErrorCode::ThumbnailsBusy,
         "Too many thumbnails are being rendered; retry later",
     )
 }

@@ -4,6 +4,8 @@ use actix_web::dev::ServiceResponse;
 use actix_web::http::header;
 use actix_web::middleware::ErrorHandlerResponse;
 
+use crate::error::ErrorCode;
+
 /// Error responses made outside the handlers (payload limits, method
 /// mismatches) get the same JSON body as every other error.
 pub fn json_error_body<B>(response: ServiceResponse<B>) -> actix_web::Result<ErrorHandlerResponse<B>> {
@@ -17,16 +19,16 @@ pub fn json_error_body<B>(response: ServiceResponse<B>) -> actix_web::Result<Err
     let status = response.status();
     let message = status.canonical_reason().unwrap_or("Error");
     let code = match status.as_u16() {
-        413 => "payload_too_large",
-        405 => "method_not_allowed",
-        404 => "not_found",
-        _ if status.is_server_error() => "internal",
-        _ => "bad_request",
+        413 => ErrorCode::PayloadTooLarge,
+        405 => ErrorCode::MethodNotAllowed,
+        404 => ErrorCode::NotFound,
+        _ if status.is_server_error() => ErrorCode::Internal,
+        _ => ErrorCode::BadRequest,
     };
     let (request, _) = response.into_parts();
     let body = actix_web::HttpResponse::build(status).json(serde_json::json!({
         "status": status.as_u16(),
-        "error": code,
+        "error": code.as_str(),
         "message": message,
     }));
     Ok(ErrorHandlerResponse::Response(

@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::{Method, StatusCode, header};
+use actix_web::http::{Method, header};
 use actix_web::middleware::Next;
 use actix_web::{ResponseError, web};
 use dashmap::DashMap;
 
 use crate::config::LimitSettings;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::http::{AppState, client_ip};
 use crate::metrics;
 
@@ -188,8 +188,7 @@ fn too_many_requests(wait: Duration) -> actix_web::HttpResponse {
     // whole seconds, rounded up: a client that waits that long gets through
     let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
     let mut response = ApiError::new(
-        StatusCode::TOO_MANY_REQUESTS,
-        "rate_limited",
+        ErrorCode::RateLimited,
         format!("Too many requests; retry in {seconds} s"),
     )
     .error_response();
