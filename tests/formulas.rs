@@ -191,9 +191,9 @@ async fn a_cycle_of_formulas_that_never_settles_is_cut_and_the_queue_drains() {
     app.settle().await;
     let depth = |entity: Json| entity["depth"][0]["number"].as_f64().unwrap();
     let (a_depth, b_depth) = (depth(read(&app, &owner, &a).await), depth(read(&app, &owner, &b).await));
-    // cut after MAX_HOPS passes, each raising one of the two by at least one
+    // cut after MAX_FORMULA_PASSES passes, each raising one of the two by at least one
     assert!(
-        a_depth + b_depth >= f64::from(eds::db::formula_queue::MAX_HOPS),
+        a_depth + b_depth >= f64::from(eds::db::formula_queue::MAX_FORMULA_PASSES),
         "{a_depth} {b_depth}"
     );
     assert!(a_depth + b_depth < 100.0, "{a_depth} {b_depth}");

@@ -17,9 +17,10 @@ use crate::db::projection::{self, TypeCache};
 use crate::db::schema::formula_queue;
 use crate::db::values;
 
-/// Re-computations in a row after one write: a cycle of formulas that never
+/// Formula recomputation passes along a chain of dependents after one write
+/// (the queue's `hops` column counts them): a cycle of formulas that never
 /// settles (each pass changing the next) is cut here.
-pub const MAX_HOPS: i32 = 16;
+pub const MAX_FORMULA_PASSES: i32 = 16;
 
 /// How an entry whose computation fails is retried.
 #[derive(Debug, Clone, Copy)]
@@ -40,25 +41,25 @@ impl Default for Retry {
     }
 }
 
-/// Queues `entities` of database `db`, `hops` re-computations after a write.
+/// Queues `entities` of database `db` for recomputation pass `pass` after a write.
 /// One statement with one array, whatever their number: a row per bind
 /// parameter would fail past PostgreSQL's 65,535.
-pub async fn enqueue(conn: &mut AsyncPgConnection, db: &str, entities: &[String], hops: i32) -> QueryResult<()> {
+pub async fn enqueue(conn: &mut AsyncPgConnection, db: &str, entities: &[String], pass: i32) -> QueryResult<()> {
     if entities.is_empty() {
         return Ok(());
     }
-    if hops > MAX_HOPS {
+    if pass > MAX_FORMULA_PASSES {
         tracing::warn!(
             db,
             entities = entities.len(),
-            "formulas still changing after {MAX_HOPS} passes: stopped"
+            "formulas still changing after {MAX_FORMULA_PASSES} passes: stopped"
         );
         return Ok(());
     }
     diesel::sql_query("INSERT INTO formula_queue (db, entity_id, hops) SELECT $1, unnest($2::text[]), $3")
         .bind::<Text, _>(db)
         .bind::<Array<Text>, _>(entities)
-        .bind::<Integer, _>(hops)
+        .bind::<Integer, _>(pass)
         .execute(conn)
         .await
         .map(|_| ())
@@ -137,7 +138,7 @@ pub async fn compute_next(conn: &mut AsyncPgConnection, retry: Retry) -> QueryRe
                 .load(conn)
                 .await?;
             let ids: Vec<i64> = claimed.iter().map(|(id, _)| *id).collect();
-            let hops = claimed.iter().map(|(_, hops)| *hops).min().unwrap_or(0);
+            let pass = claimed.iter().map(|(_, pass)| *pass).min().unwrap_or(0);
             let (ids, db, entity_id) = (&ids, db.as_str(), entity_id.as_str());
             let computed = conn
                 .transaction(|conn| {
@@ -149,7 +150,7 @@ pub async fn compute_next(conn: &mut AsyncPgConnection, retry: Retry) -> QueryRe
                         // write never waits for a queue entry, so this cannot
                         // deadlock with writers.
                         if values::live_entity(conn, db, entity_id, true).await?.is_some() {
-                            projection::project_after(conn, &mut TypeCache::default(), db, entity_id, hops).await?;
+                            projection::project_after(conn, &mut TypeCache::default(), db, entity_id, pass).await?;
                         }
                         QueryResult::Ok(())
                     }
