@@ -1,0 +1,320 @@
+//! The `WHERE` of a list query: the caller's access to the entity, the
+//! search words and the property filters (rules 3 to 12), each value test a
+//! bind parameter.
+
+use std::collections::HashSet;
+
+use super::search::search_words;
+use super::statement::{Bind, Sql};
+use crate::model::API_KEY_PROPERTY;
+use crate::query::{Condition, Field, ListQuery, Operand, Operator, RegexFlags};
+use crate::view::ALWAYS_SHOWN;
+
+/// The conditions every match meets: a live entity of `db` the caller may
+/// read, holding the search words and passing the filters.
+pub(super) fn where_clause(
+    sql: &mut Sql,
+    db: &str,
+    person: Option<&str>,
+    query: &ListQuery,
+    referencing: &HashSet<String>,
+) {
+    sql.push("e.db = ")
+        .bind(Bind::Text(db.to_owned()))
+        .push(" AND e.deleted_at IS NULL AND ");
+    match person {
+        None => _ = sql.push("e.sharing = 'public'"),
+        Some(person) => {
+            sql.push("NOT (")
+                .bind(Bind::Text(person.to_owned()))
+                .push(" = ANY (e.noaccess)) AND (e.sharing <> 'private' OR ")
+                .bind(Bind::Text(person.to_owned()))
+                .push(" = ANY (e.viewers))");
+        }
+    }
+    search_words(sql, person, &query.words);
+    // Conditions on one property and value field hold for one and the same
+    // value (a range is one index scan); negations stand alone.
+    let mut groups: Vec<(&str, Field, Vec<Condition>)> = Vec::new();
+    for filter in &query.filters {
+        if filter.prop == API_KEY_PROPERTY {
+            // Keys are hidden: nothing about them can be matched.
+            sql.push(" AND FALSE");
+            continue;
+        }
+        let (negated, positive) = match &filter.condition {
+            Condition::Compare(Operator::Ne, operand) => (true, Condition::Compare(Operator::Eq, operand.clone())),
+            Condition::Exists(false) => (true, Condition::Exists(true)),
+            other => (false, other.clone()),
+        };
+        if negated {
+            sql.push(" AND NOT ");
+            let references = referencing.contains(&filter.prop);
+            filter_clause(sql, db, person, &filter.prop, filter.field, &[positive], references);
+        } else if let Some(group) = groups
+            .iter_mut()
+            .find(|(prop, field, _)| *prop == filter.prop && *field == filter.field)
+        {
+            group.2.push(positive);
+        } else {
+            groups.push((&filter.prop, filter.field, vec![positive]));
+        }
+    }
+    for (prop, field, conditions) in groups {
+        sql.push(" AND ");
+        let references = referencing.contains(prop);
+        filter_clause(sql, db, person, prop, field, &conditions, references);
+    }
+}
+
+/// Whether the caller's view of entity `e` shows property `prop`.
+pub(super) fn shown(sql: &mut Sql, person: Option<&str>, prop: &str) {
+    if ALWAYS_SHOWN.contains(&prop) {
+        sql.push("TRUE");
+        return;
+    }
+    match person {
+        None => _ = sql.bind(Bind::Text(prop.to_owned())).push(" = ANY (e.public_props)"),
+        Some(person) => {
+            sql.push("(")
+                .bind(Bind::Text(prop.to_owned()))
+                .push(" = ANY (e.domain_props) OR ")
+                .bind(Bind::Text(person.to_owned()))
+                .push(" = ANY (e.viewers))");
+        }
+    }
+}
+
+/// The column a field lives in (a fixed name, never user text).
+pub(super) fn column(field: Field) -> &'static str {
+    match field {
+        Field::String => "string",
+        Field::Number => "number",
+        Field::Boolean => "boolean",
+        Field::Date => "date",
+        Field::Datetime => "datetime",
+        Field::Reference => "reference",
+        Field::Filesize => "filesize",
+        Field::Filename => "filename",
+        Field::Filetype => "filetype",
+        Field::Language => "language",
+    }
+}
+
+/// A filter: the caller's view of `e` shows the property, and one of its
+/// live values passes every condition. The values are found first, through
+/// the (database, property, value) indexes, and only their entities checked.
+fn filter_clause(
+    sql: &mut Sql,
+    db: &str,
+    person: Option<&str>,
+    prop: &str,
+    field: Field,
+    conditions: &[Condition],
+    holds_references: bool,
+) {
+    sql.push("(");
+    shown(sql, person, prop);
+    sql.push(" AND e.id IN (");
+    let values = |sql: &mut Sql| {
+        sql.push("SELECT v.entity_id FROM property_values v WHERE v.db = ")
+            .bind(Bind::Text(db.to_owned()))
+            .push(" AND v.prop = ")
+            .bind(Bind::Text(prop.to_owned()))
+            .push(" AND v.deleted_at IS NULL");
+    };
+    let tests = |sql: &mut Sql, column: &str| {
+        for condition in conditions {
+            sql.push(" AND ");
+            value_test(sql, column, condition);
+        }
+    };
+    values(sql);
+    if field == Field::String {
+        tests(sql, "v.string");
+        if holds_references {
+            // A reference's `string` is the referenced entity's name.
+            sql.push(" UNION ALL ");
+            values(sql);
+            sql.push(" AND v.reference IS NOT NULL AND v.reference IN (SELECT r.id FROM entities r WHERE r.db = ")
+                .bind(Bind::Text(db.to_owned()))
+                .push(" AND r.deleted_at IS NULL");
+            // type names are schema (rule 15); any other name matches only
+            // as the caller's own view of the referenced entity shows it
+            if prop != "_type" {
+                name_shown(sql, person);
+            }
+            tests(sql, "r.name");
+            sql.push(")");
+        }
+    } else {
+        tests(sql, &format!("v.{}", column(field)));
+    }
+    sql.push("))");
+}
+
+/// ` AND ...`: the caller's view of referenced entity `r` shows its name.
+fn name_shown(sql: &mut Sql, person: Option<&str>) {
+    match person {
+        None => _ = sql.push(" AND r.sharing = 'public' AND 'name' = ANY (r.public_props)"),
+        Some(person) => {
+            sql.push(" AND NOT (")
+                .bind(Bind::Text(person.to_owned()))
+                .push(" = ANY (r.noaccess)) AND (")
+                .bind(Bind::Text(person.to_owned()))
+                .push(" = ANY (r.viewers) OR (r.sharing <> 'private' AND 'name' = ANY (r.domain_props)))");
+        }
+    }
+}
+
+fn value_test(sql: &mut Sql, column: &str, condition: &Condition) {
+    sql.push(column);
+    match condition {
+        Condition::Exists(_) => _ = sql.push(" IS NOT NULL"),
+        Condition::Compare(op, operand) => {
+            let symbol = match op {
+                Operator::Gt => " > ",
+                Operator::Gte => " >= ",
+                Operator::Lt => " < ",
+                Operator::Lte => " <= ",
+                _ => " = ",
+            };
+            sql.push(symbol).bind(scalar(operand));
+        }
+        Condition::In(operands) => {
+            sql.push(" = ANY (").bind(array(operands)).push(")");
+        }
+        Condition::Regex { pattern, flags } => {
+            sql.push(" ~ ").bind(Bind::Text(format!(
+                "(?{}){}",
+                embedded_options(*flags),
+                postgres_pattern(pattern)
+            )));
+        }
+    }
+}
+
+/// A pattern of the `regex` crate's syntax in PostgreSQL's. The two agree
+/// but for word boundaries, which PostgreSQL spells `\y`, `\Y`, `\m` and
+/// `\M` (its `\b` is a backspace and its `\B` a backslash). A backslash
+/// always escapes the next character, so an escaped backslash is kept.
+fn postgres_pattern(pattern: &str) -> String {
+    let mut translated = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            translated.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('b') => {
+                let rest = chars.as_str();
+                let special = [
+                    ("{start}", "\\m"),
+                    ("{end}", "\\M"),
+                    ("{start-half}", "(?<!\\w)"),
+                    ("{end-half}", "(?!\\w)"),
+                ]
+                .into_iter()
+                .find_map(|(name, spelled)| Some((rest.strip_prefix(name)?, spelled)));
+                match special {
+                    Some((after, spelled)) => {
+                        translated.push_str(spelled);
+                        chars = after.chars();
+                    }
+                    None => translated.push_str("\\y"),
+                }
+            }
+            Some('B') => translated.push_str("\\Y"),
+            Some('<') => translated.push_str("\\m"),
+            Some('>') => translated.push_str("\\M"),
+            Some(other) => {
+                translated.push('\\');
+                translated.push(other);
+            }
+            None => translated.push('\\'),
+        }
+    }
+    translated
+}
+
+/// PostgreSQL embedded options giving a pattern JavaScript's flag semantics:
+/// by default `.` does not match a newline and `^`/`$` match only at the ends
+/// (`p`); `m` lets `^`/`$` match at newlines, `s` lets `.` match one.
+fn embedded_options(flags: RegexFlags) -> String {
+    let mode = match (flags.multi_line, flags.dot_all) {
+        (false, false) => 'p',
+        (true, false) => 'n',
+        (false, true) => 's',
+        (true, true) => 'w',
+    };
+    let case = if flags.case_insensitive { "i" } else { "" };
+    format!("{mode}{case}")
+}
+
+fn scalar(operand: &Operand) -> Bind {
+    match operand.clone() {
+        Operand::Text(v) => Bind::Text(v),
+        Operand::Number(v) => Bind::Number(v),
+        Operand::Boolean(v) => Bind::Boolean(v),
+        Operand::Date(v) => Bind::Date(v),
+        Operand::Datetime(v) => Bind::Datetime(v),
+        Operand::Integer(v) => Bind::Integer(v),
+    }
+}
+
+/// `in` operands share one field, so one typed array holds them all.
+fn array(operands: &[Operand]) -> Bind {
+    match operands.first() {
+        Some(Operand::Number(_)) => Bind::NumberArray(collect(operands, |o| match o {
+            Operand::Number(v) => Some(*v),
+            _ => None,
+        })),
+        Some(Operand::Boolean(_)) => Bind::BooleanArray(collect(operands, |o| match o {
+            Operand::Boolean(v) => Some(*v),
+            _ => None,
+        })),
+        Some(Operand::Date(_)) => Bind::DateArray(collect(operands, |o| match o {
+            Operand::Date(v) => Some(*v),
+            _ => None,
+        })),
+        Some(Operand::Datetime(_)) => Bind::DatetimeArray(collect(operands, |o| match o {
+            Operand::Datetime(v) => Some(*v),
+            _ => None,
+        })),
+        Some(Operand::Integer(_)) => Bind::IntegerArray(collect(operands, |o| match o {
+            Operand::Integer(v) => Some(*v),
+            _ => None,
+        })),
+        Some(Operand::Text(_)) | None => Bind::TextArray(collect(operands, |o| match o {
+            Operand::Text(v) => Some(v.clone()),
+            _ => None,
+        })),
+    }
+}
+
+fn collect<T>(operands: &[Operand], pick: impl Fn(&Operand) -> Option<T>) -> Vec<T> {
+    operands.iter().filter_map(pick).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_boundaries_are_spelled_as_postgresql_spells_them() {
+        for (pattern, spelled) in [
+            (r"\bdune\b", r"\ydune\y"),
+            (r"un\B", r"un\Y"),
+            (r"\<a\>", r"\ma\M"),
+            (r"\b{start}a\b{end}", r"\ma\M"),
+            (r"\b{start-half}a\b{end-half}", r"(?<!\w)a(?!\w)"),
+            (r"\\b", r"\\b"),
+            (r"\\\b", r"\\\y"),
+            (r"\d+\.\w\s", r"\d+\.\w\s"),
+            ("é\\", "é\\"),
+        ] {
+            assert_eq!(postgres_pattern(pattern), spelled, "{pattern}");
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! SQL for list queries. Every user-supplied text (property names included)
+//! travels as a bind parameter; the SQL text holds only fixed fragments.
+//! A page is read whole ([`run`]) or, past [`CHUNK`] entities, streamed
+//! ([`Chunks`]); `filters` builds the `WHERE`, `sort` the order, `group` the
+//! grouped lists.
+
+mod chunks;
+mod filters;
+mod group;
+mod search;
+mod sort;
+mod statement;
+
+use std::collections::{HashMap, HashSet};
+
+use diesel::QueryableByName;
+use diesel::sql_types::{Array, BigInt, Nullable, Text};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+
+pub use chunks::{CHUNK, Chunks, is_streamed};
+use filters::where_clause;
+use group::{group_statement, run_grouped};
+use sort::{order_by, ordered_matches, page_window};
+use statement::{Bind, Sql};
+
+use super::{Field, ListQuery, SortTarget};
+use crate::db::values::EntityRow;
+use crate::error::ApiError;
+
+#[derive(QueryableByName)]
+struct CountRow {
+    #[diesel(sql_type = BigInt)]
+    count: i64,
+}
+
+/// A row of a page, with the count of all matches when the page statement
+/// counts them itself (see [`page_counts_matches`]).
+#[derive(QueryableByName)]
+struct PageRow {
+    #[diesel(embed)]
+    entity: EntityRow,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    matches: Option<i64>,
+}
+
+/// The columns of [`EntityRow`], read from alias `e`.
+const ENTITY_COLUMNS: &str = "e.id, e.type_id, e.parent_ids, e.name, e.sharing, e.owners, e.editors, e.expanders, \
+     e.viewers, e.noaccess, e.doc, e.public_props, e.domain_props";
+
+/// What a list query found.
+pub enum ListResult {
+    /// One page of matching entities, and the number of all matches.
+    Page { entities: Vec<EntityRow>, count: i64 },
+    /// One row per group: the id of its first entity (lowest `_id`) and its
+    /// size; the entities are read a chunk at a time ([`entities_by_id`]).
+    Groups { groups: Vec<(String, i64)> },
+}
+
+/// Runs a list query for a caller (`person` in this database, or anonymous).
+pub async fn run(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    person: Option<&str>,
+    query: &ListQuery,
+) -> Result<ListResult, ApiError> {
+    let referencing = holding_references(conn, db, query).await?;
+    if !query.group.is_empty() {
+        return run_grouped(conn, db, person, query, &referencing).await;
+    }
+    let (page, count) = page_statements(db, person, query, &referencing);
+    let rows = page.into_query().load::<PageRow>(conn).await?;
+    let counted = rows.as_slice().first().and_then(|row| row.matches);
+    let entities: Vec<EntityRow> = rows.into_iter().map(|row| row.entity).collect();
+    let count = match counted.or_else(|| count_from_page(query, entities.len())) {
+        Some(count) => count,
+        None => count.into_query().get_result::<CountRow>(conn).await?.count,
+    };
+    Ok(ListResult::Page { entities, count })
+}
+
+/// The plan of every statement a list query runs, as `EXPLAIN (ANALYZE,
+/// BUFFERS)` reports it (for the query benchmark).
+pub async fn explain(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    person: Option<&str>,
+    query: &ListQuery,
+) -> Result<Vec<String>, ApiError> {
+    #[derive(QueryableByName)]
+    struct PlanLine {
+        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
+        line: String,
+    }
+    let referencing = holding_references(conn, db, query).await?;
+    let statements = if query.group.is_empty() {
+        let (page, count) = page_statements(db, person, query, &referencing);
+        if page_counts_matches(query) {
+            vec![page]
+        } else {
+            vec![page, count]
+        }
+    } else {
+        vec![group_statement(db, person, query, &referencing)]
+    };
+    let mut plans = Vec::new();
+    for mut statement in statements {
+        let mut plan = statement.text.clone();
+        statement.text.insert_str(0, "EXPLAIN (ANALYZE, BUFFERS) ");
+        for line in statement.into_query().load::<PlanLine>(conn).await? {
+            plan.push('\n');
+            plan.push_str(&line.line);
+        }
+        plans.push(plan);
+    }
+    Ok(plans)
+}
+
+/// The properties filtered by `string` that hold references somewhere in
+/// the database (one index probe each): only for them can a filter match a
+/// reference by its target's name, so only their SQL asks.
+async fn holding_references(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    query: &ListQuery,
+) -> Result<HashSet<String>, ApiError> {
+    #[derive(QueryableByName)]
+    struct Prop {
+        #[diesel(sql_type = Text)]
+        prop: String,
+    }
+    let props: Vec<String> = query
+        .filters
+        .iter()
+        .filter(|filter| filter.field == Field::String)
+        .map(|filter| filter.prop.clone())
+        .collect();
+    if props.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let found: Vec<Prop> = diesel::sql_query(
+        "SELECT p.prop FROM unnest($2::text[]) AS p(prop) WHERE EXISTS (SELECT 1 FROM property_values x \
+         WHERE x.db = $1 AND x.prop = p.prop AND x.deleted_at IS NULL AND x.reference IS NOT NULL)",
+    )
+    .bind::<Text, _>(db)
+    .bind::<Array<Text>, _>(props)
+    .load(conn)
+    .await?;
+    Ok(found.into_iter().map(|row| row.prop).collect())
+}
+
+/// The count of all matches when the page itself shows it: a page that is
+/// not full and is not past the last match ends with the last match.
+fn count_from_page(query: &ListQuery, found: usize) -> Option<i64> {
+    let found = i64::try_from(found).ok()?;
+    (found < query.limit && (found > 0 || query.skip == 0)).then_some(query.skip + found)
+}
+
+/// Whether the page statement counts all matches itself: a page sorted by a
+/// value reads every match to sort them anyway, so counting them there costs
+/// nothing, while a page in `_id` order may stop after its last row.
+fn page_counts_matches(query: &ListQuery) -> bool {
+    query
+        .sort
+        .iter()
+        .any(|key| matches!(key.target, SortTarget::Value { .. }))
+}
+
+/// One page of matches, and the count of all matches (needed unless the page
+/// counted them or shows the count itself, see [`count_from_page`]).
+fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, referencing: &HashSet<String>) -> (Sql, Sql) {
+    let mut page = Sql::default();
+    page.push("SELECT ").push(ENTITY_COLUMNS);
+    if page_counts_matches(query) {
+        // Sort keys and the count come from narrow rows (id and keys), and
+        // only the page's own rows are read whole: carrying every match's
+        // document through the count and the sort spills to disk. OFFSET 0
+        // keeps the keys computed below the count.
+        page.push(", p.matches FROM (");
+        ordered_matches(&mut page, db, person, query, referencing);
+        page.push(") p JOIN entities e ON e.db = ")
+            .bind(Bind::Text(db.to_owned()))
+            .push(" AND e.id = p.id ORDER BY ");
+        order_by(&mut page, "p", query);
+    } else {
+        page.push(", NULL::bigint AS matches FROM entities e WHERE ");
+        where_clause(&mut page, db, person, query, referencing);
+        page.push(" ORDER BY ");
+        order_by(&mut page, "e", query);
+        page_window(&mut page, query);
+    }
+
+    let mut count = Sql::default();
+    count.push("SELECT count(*) AS count FROM entities e WHERE ");
+    where_clause(&mut count, db, person, query, referencing);
+    (page, count)
+}
+
+/// The live entities among `ids` (at most a chunk of them), by id.
+pub async fn entities_by_id(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    ids: &[String],
+) -> Result<HashMap<String, EntityRow>, ApiError> {
+    let mut entities = Sql::default();
+    entities
+        .push("SELECT ")
+        .push(ENTITY_COLUMNS)
+        .push(" FROM entities e WHERE e.db = ")
+        .bind(Bind::Text(db.to_owned()))
+        .push(" AND e.id = ANY (")
+        .bind(Bind::TextArray(ids.to_vec()))
+        .push(") AND e.deleted_at IS NULL");
+    Ok(entities
+        .into_query()
+        .load::<EntityRow>(conn)
+        .await?
+        .into_iter()
+        .map(|row| (row.id.clone(), row))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(limit: i64, skip: i64) -> ListQuery {
+        let params = [
+            ("limit".to_owned(), limit.to_string()),
+            ("skip".to_owned(), skip.to_string()),
+        ];
+        ListQuery::parse(&params).unwrap()
+    }
+
+    #[test]
+    fn a_page_that_is_not_full_gives_the_count() {
+        assert_eq!(count_from_page(&query(20, 0), 0), Some(0));
+        assert_eq!(count_from_page(&query(20, 0), 7), Some(7));
+        assert_eq!(count_from_page(&query(20, 40), 7), Some(47));
+    }
+
+    #[test]
+    fn a_full_page_or_one_past_the_end_needs_counting() {
+        assert_eq!(count_from_page(&query(20, 0), 20), None);
+        assert_eq!(count_from_page(&query(20, 40), 0), None);
+    }
+}
