@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use eds::app::{self, ClusterGuard};
-use eds::cli::{admin, export};
+use eds::cli::{admin, export, import};
 use eds::config::{LogFormat, Settings};
 use eds::db::{self, Pool};
 use eds::model::API_KEY_PROPERTY;
@@ -197,7 +197,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Import { database, file } => runtime.block_on(async {
             let pool = bulk_pool(&url)?;
             let input = std::fs::File::open(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-            let imported = export::import(&pool, &database, std::io::BufReader::new(input))
+            let imported = import::import(&pool, &database, std::io::BufReader::new(input))
                 .await
                 .map_err(|e| format!("{}: {e}", file.display()))?;
             println!(

@@ -1,71 +1,20 @@
 //! The administration commands behind `eds db list`, `eds db usage` and
 //! `eds key revoke`: they act with the operator's authority, without a token.
 
-use diesel::QueryableByName;
-use diesel::sql_types::{BigInt, Text};
-use diesel_async::RunQueryDsl;
 use serde_json::Value as Json;
 
-use crate::db::{Pool, databases, values};
+use crate::cli::Failure;
+use crate::db::databases::{self, DatabaseCount};
+use crate::db::{Pool, values};
 use crate::model::API_KEY_PROPERTY;
 use crate::rights::{Right, has_right};
 use crate::usage::Usage;
 use crate::write::{self, WriteOp, WriteRequest};
 
-/// A command's failure: the one line printed on stderr.
-#[derive(Debug)]
-pub struct Failure(pub String);
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<Failure> for String {
-    fn from(failure: Failure) -> String {
-        failure.0
-    }
-}
-
-impl From<diesel::result::Error> for Failure {
-    fn from(error: diesel::result::Error) -> Failure {
-        Failure(format!("database error: {error}"))
-    }
-}
-
-impl From<diesel_async::pooled_connection::deadpool::PoolError> for Failure {
-    fn from(error: diesel_async::pooled_connection::deadpool::PoolError) -> Failure {
-        Failure(format!("cannot connect to PostgreSQL: {error}"))
-    }
-}
-
-impl From<std::io::Error> for Failure {
-    fn from(error: std::io::Error) -> Failure {
-        Failure(error.to_string())
-    }
-}
-
-/// One database and how many live entities it holds.
-#[derive(Debug, QueryableByName)]
-pub struct DatabaseCount {
-    #[diesel(sql_type = Text)]
-    pub database: String,
-    #[diesel(sql_type = BigInt)]
-    pub entities: i64,
-}
-
 /// Every database, by name, with its live entity count.
 pub async fn list_databases(pool: &Pool) -> Result<Vec<DatabaseCount>, Failure> {
     let mut conn = pool.get().await?;
-    Ok(diesel::sql_query(
-        "SELECT d.name AS database, \
-                count(e.id) FILTER (WHERE e.deleted_at IS NULL) AS entities \
-         FROM databases d LEFT JOIN entities e ON e.db = d.name \
-         GROUP BY d.name ORDER BY d.name",
-    )
-    .load(&mut conn)
-    .await?)
+    Ok(databases::with_entity_counts(&mut conn).await?)
 }
 
 /// Fails unless database `db` exists.

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
@@ -31,6 +32,27 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// One database and how many live entities it holds.
+#[derive(Debug, QueryableByName)]
+pub struct DatabaseCount {
+    #[diesel(sql_type = Text)]
+    pub database: String,
+    #[diesel(sql_type = BigInt)]
+    pub entities: i64,
+}
+
+/// Every database, by name, with its live entity count.
+pub async fn with_entity_counts(conn: &mut AsyncPgConnection) -> QueryResult<Vec<DatabaseCount>> {
+    diesel::sql_query(
+        "SELECT d.name AS database, \
+                count(e.id) FILTER (WHERE e.deleted_at IS NULL) AS entities \
+         FROM databases d LEFT JOIN entities e ON e.db = d.name \
+         GROUP BY d.name ORDER BY d.name",
+    )
+    .load(conn)
+    .await
 }
 
 pub async fn exists(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<bool> {

@@ -2,6 +2,7 @@
 //! the queries behind entities and values.
 
 pub mod databases;
+pub mod export;
 pub mod formula_queue;
 pub mod formulas;
 pub mod local_cluster;

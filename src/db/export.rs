@@ -1,0 +1,208 @@
+//! The statements behind `eds export` and `eds import`: reading a database's
+//! rows as stored, inserting them back, and rebuilding the projections.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use diesel::QueryableByName;
+use diesel::prelude::*;
+use diesel::sql_types::Text;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+
+use crate::db::formula_queue;
+use crate::db::projection::{self, TypeCache};
+use crate::db::schema::{databases, entities, property_values};
+use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
+
+/// Entities read per query when exporting, and rows per insert when
+/// importing (a value row binds 20 parameters; PostgreSQL takes 65535).
+pub const BATCH: usize = 1000;
+
+/// An entity's own columns (its projection is rebuilt on import).
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = entities)]
+pub struct StoredEntity {
+    pub db: String,
+    pub id: String,
+    pub created_at: DateTime<Utc>,
+    pub created_by: Option<String>,
+    pub deleted_at: Option<DateTime<Utc>>,
+    pub deleted_by: Option<String>,
+}
+
+/// Every column of a value row.
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = property_values)]
+pub struct StoredValue {
+    pub db: String,
+    pub id: String,
+    pub entity_id: String,
+    pub prop: String,
+    pub string: Option<String>,
+    pub number: Option<f64>,
+    pub boolean: Option<bool>,
+    pub date: Option<NaiveDate>,
+    pub datetime: Option<DateTime<Utc>>,
+    pub reference: Option<String>,
+    pub filename: Option<String>,
+    pub filesize: Option<i64>,
+    pub filetype: Option<String>,
+    pub language: Option<String>,
+    pub secret: Option<String>,
+    pub secret_lookup: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub created_by: Option<String>,
+    pub deleted_at: Option<DateTime<Utc>>,
+    pub deleted_by: Option<String>,
+}
+
+/// How many entities and value rows database `db` holds, deleted ones included.
+pub async fn row_counts(conn: &mut AsyncPgConnection, db: &str) -> QueryResult<(i64, i64)> {
+    let entity_count: i64 = entities::table
+        .filter(entities::db.eq(db))
+        .count()
+        .get_result(conn)
+        .await?;
+    let value_count: i64 = property_values::table
+        .filter(property_values::db.eq(db))
+        .count()
+        .get_result(conn)
+        .await?;
+    Ok((entity_count, value_count))
+}
+
+/// The next [`BATCH`] entities of `db` after id `after`, in `_id` order.
+pub async fn entities_after(conn: &mut AsyncPgConnection, db: &str, after: &str) -> QueryResult<Vec<StoredEntity>> {
+    entities::table
+        .filter(entities::db.eq(db))
+        .filter(entities::id.gt(after))
+        .order(entities::id.asc())
+        .limit(BATCH as i64)
+        .select(StoredEntity::as_select())
+        .load(conn)
+        .await
+}
+
+/// Every value row of entities `ids`, by entity and then value `_id`.
+pub async fn values_of(conn: &mut AsyncPgConnection, db: &str, ids: &[&String]) -> QueryResult<Vec<StoredValue>> {
+    property_values::table
+        .filter(property_values::db.eq(db))
+        .filter(property_values::entity_id.eq_any(ids))
+        .order((property_values::entity_id.asc(), property_values::id.asc()))
+        .select(StoredValue::as_select())
+        .load(conn)
+        .await
+}
+
+/// Creates database `db` unless it exists, and locks its row until the
+/// transaction ends (a concurrent import into it waits); answers whether it
+/// already holds entities, live or deleted.
+pub async fn claim_database(conn: &mut AsyncPgConnection, db: &str) -> QueryResult<bool> {
+    diesel::insert_into(databases::table)
+        .values(databases::name.eq(db))
+        .on_conflict_do_nothing()
+        .execute(conn)
+        .await?;
+    databases::table
+        .filter(databases::name.eq(db))
+        .select(databases::name)
+        .for_update()
+        .first::<String>(conn)
+        .await?;
+    diesel::select(diesel::dsl::exists(entities::table.filter(entities::db.eq(db))))
+        .get_result(conn)
+        .await
+}
+
+/// Inserts rows as they are: entities first, as values refer to them.
+pub async fn insert(
+    conn: &mut AsyncPgConnection,
+    entity_rows: &[StoredEntity],
+    value_rows: &[StoredValue],
+) -> QueryResult<()> {
+    for chunk in entity_rows.chunks(BATCH) {
+        diesel::insert_into(entities::table).values(chunk).execute(conn).await?;
+    }
+    for chunk in value_rows.chunks(BATCH) {
+        diesel::insert_into(property_values::table)
+            .values(chunk)
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Fresh statistics: planned for the tables as they were before an import,
+/// the projection queries take a full scan per entity.
+pub async fn analyze(conn: &mut AsyncPgConnection) -> QueryResult<()> {
+    diesel::sql_query("ANALYZE entities, property_values")
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+#[derive(QueryableByName)]
+struct IdRow {
+    #[diesel(sql_type = Text)]
+    id: String,
+}
+
+/// Rebuilds the projection of every live entity. Entity types and property
+/// definitions go first, twice, as `databases::create` does for its seed: a
+/// definition's projection needs its own type's, and every other entity's
+/// needs its definitions'. The rest follow in `_id` (creation) order; what
+/// an entity takes from others projected after it (inherited rights,
+/// referenced names, formula inputs) reaches it through the same cascades a
+/// write triggers. `progress` hears (entities projected, entities to project).
+pub async fn rebuild_projections(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    progress: &mut (dyn FnMut(usize, usize) + Send),
+) -> QueryResult<()> {
+    let live: Vec<String> = entities::table
+        .filter(entities::db.eq(db))
+        .filter(entities::deleted_at.is_null())
+        .order(entities::id.asc())
+        .select(entities::id)
+        .load(conn)
+        .await?;
+    // Entities whose live `_type` is a live entity named `entity` or `property`.
+    let meta: Vec<String> = diesel::sql_query(
+        "SELECT DISTINCT t.entity_id AS id FROM property_values t \
+         JOIN entities e ON e.db = t.db AND e.id = t.entity_id AND e.deleted_at IS NULL \
+         WHERE t.db = $1 AND t.prop = '_type' AND t.deleted_at IS NULL \
+           AND t.reference IN (SELECT n.entity_id FROM property_values n \
+                               WHERE n.db = $1 AND n.prop = 'name' AND n.deleted_at IS NULL \
+                                 AND n.string IN ($2, $3)) \
+         ORDER BY id",
+    )
+    .bind::<Text, _>(db)
+    .bind::<Text, _>(ENTITY_TYPE)
+    .bind::<Text, _>(PROPERTY_TYPE)
+    .load::<IdRow>(conn)
+    .await?
+    .into_iter()
+    .map(|row| row.id)
+    .collect();
+    let is_meta: HashSet<&String> = meta.iter().collect();
+    let order: Vec<&String> = meta
+        .iter()
+        .chain(&meta)
+        .chain(live.iter().filter(|id| !is_meta.contains(id)))
+        .collect();
+    let total = order.len();
+    progress(0, total);
+    let mut types = TypeCache::default();
+    for (done, id) in order.into_iter().enumerate() {
+        if done < 2 * meta.len() {
+            // types and definitions are still taking shape: learn nothing yet
+            types.clear();
+        }
+        projection::project(conn, &mut types, db, id).await?;
+        progress(done + 1, total);
+    }
+    // formulas reading entities projected after them; one that fails stays
+    // queued for the servers' workers to retry
+    while formula_queue::compute_next(conn, formula_queue::Retry::default()).await? {}
+    Ok(())
+}
