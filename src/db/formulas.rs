@@ -1,10 +1,8 @@
-//! Formula values: computed in the projection from the entity's own values,
-//! its children, its referrers and the entities it references. They live only
-//! in the projection, never in the value rows or the history.
-//!
-//! A formula reads a value only where everyone who may read the formula's
-//! value may also read that value (docs/formulas.md, "Who sees what"):
-//! otherwise a formula would show what the rights rules hide.
+//! The statements behind formula values: loading the related entities a
+//! formula reads (the reading itself is `formula::context`), finding the
+//! entities whose formulas depend on a change, and stripping stale values.
+//! Formula values live only in the projection, never in the value rows or
+//! the history.
 
 use std::collections::HashMap;
 
@@ -14,13 +12,14 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
 use crate::db::values::ValueRow;
-use crate::formula::{FieldRef, Formula, FormulaValue};
+use crate::formula::context::{self, Inputs, RelatedEntity};
+use crate::formula::{FieldRef, FormulaValue};
 use crate::model::PROPERTY_TYPE;
 use crate::model::definition::PropertyDefinition;
-use crate::rights::{Audience, RightsLists, Sharing};
+use crate::rights::Audience;
 use crate::view;
 
-/// A related entity: its document and what decides who may read its values.
+/// A related entity's row: what [`RelatedEntity`] needs.
 #[derive(QueryableByName)]
 struct Related {
     #[diesel(sql_type = Text)]
@@ -39,21 +38,17 @@ struct Related {
     domain_props: Vec<String>,
 }
 
-impl Related {
-    /// Who may read its values of `prop` (`_id`: the entity itself).
-    fn audience(&self, prop: &str) -> Audience {
-        let always = prop == "_id" || view::ALWAYS_SHOWN.contains(&prop);
-        let lists = RightsLists {
-            viewers: self.viewers.iter().cloned().collect(),
-            noaccess: self.noaccess.iter().cloned().collect(),
-            ..RightsLists::default()
-        };
-        Audience::of(
-            Sharing::parse(&self.sharing).unwrap_or(Sharing::Private),
-            &lists,
-            always || self.public_props.iter().any(|p| p == prop),
-            always || self.domain_props.iter().any(|p| p == prop),
-        )
+impl From<Related> for RelatedEntity {
+    fn from(row: Related) -> RelatedEntity {
+        RelatedEntity {
+            id: row.id,
+            doc: row.doc,
+            sharing: row.sharing,
+            viewers: row.viewers,
+            noaccess: row.noaccess,
+            public_props: row.public_props,
+            domain_props: row.domain_props,
+        }
     }
 }
 
@@ -64,7 +59,7 @@ const RELATED_COLUMNS: &str = "e.id, e.doc, e.sharing, e.viewers, e.noaccess, e.
 /// objects (`{"number":..}`, `{"string":..}`, `{"boolean":..}`); a formula that
 /// gives no value is absent. `audience` answers who may read each of the
 /// entity's own properties: a formula reads only values that everyone
-/// reading its own value may read too.
+/// reading its own value may read too ([`context::evaluate`]).
 pub async fn evaluate(
     conn: &mut AsyncPgConnection,
     db: &str,
@@ -73,127 +68,90 @@ pub async fn evaluate(
     definitions: &HashMap<String, PropertyDefinition>,
     audience: &(dyn Fn(&str) -> Audience + Sync),
 ) -> diesel::QueryResult<Vec<(String, Vec<Json>)>> {
-    let mut formulas: Vec<(&String, Formula)> = definitions
-        .iter()
-        .filter_map(|(prop, definition)| Some((prop, Formula::parse(definition.formula.as_deref()?).ok()?)))
-        .collect();
-    formulas.sort_by(|a, b| a.0.cmp(b.0));
-    let mut results: Vec<(String, Vec<Json>)> = Vec::new();
-    for (prop, formula) in formulas {
-        let readers = audience(prop);
-        let mut inputs: HashMap<FieldRef, Vec<FormulaValue>> = HashMap::new();
-        for reference in formula.references() {
-            let values = match &reference {
-                FieldRef::Id => vec![FormulaValue::Text(id.to_owned())],
-                FieldRef::Own(own) if !readers.within(&audience(own)) => Vec::new(),
-                FieldRef::Own(own) => match results.iter().find(|(name, _)| name == own) {
-                    Some((_, computed)) => computed.iter().filter_map(FormulaValue::from_value_json).collect(),
-                    None => rows
-                        .iter()
-                        .filter(|row| &row.prop == own)
-                        .filter_map(|row| FormulaValue::from_value_json(&Json::Object(view::stored_value_json(row))))
-                        .collect(),
-                },
-                FieldRef::Child { entity_type, prop } => {
-                    let related = related(
-                        conn,
-                        "FROM entities e LEFT JOIN entities t ON t.db = e.db AND t.id = e.type_id \
-                         WHERE e.db = $1 AND e.parent_ids @> $2 AND e.deleted_at IS NULL \
-                         AND ($3::text IS NULL OR t.name = $3) ORDER BY e.id",
-                        db,
-                        vec![id.to_owned()],
-                        entity_type.as_deref(),
-                    )
-                    .await?;
-                    values_of(&related, prop, &readers)
-                }
-                FieldRef::Referrer { entity_type, prop } => {
-                    let related = related(
-                        conn,
-                        "FROM entities e LEFT JOIN entities t ON t.db = e.db AND t.id = e.type_id \
-                         WHERE e.db = $1 AND e.deleted_at IS NULL AND ($3::text IS NULL OR t.name = $3) \
-                         AND e.id IN (SELECT v.entity_id FROM property_values v WHERE v.db = $1 \
-                         AND v.reference = ANY($2) AND v.deleted_at IS NULL AND v.prop NOT LIKE '\\_%') ORDER BY e.id",
-                        db,
-                        vec![id.to_owned()],
-                        entity_type.as_deref(),
-                    )
-                    .await?;
-                    values_of(&related, prop, &readers)
-                }
-                FieldRef::Reference { via, entity_type, prop } => {
-                    let targets: Vec<String> = rows
-                        .iter()
-                        .filter(|row| &row.prop == via)
-                        .filter_map(|row| row.reference.clone())
-                        .collect();
-                    let related = related(
-                        conn,
-                        "FROM entities e LEFT JOIN entities t ON t.db = e.db AND t.id = e.type_id \
-                         WHERE e.db = $1 AND e.id = ANY($2) AND e.deleted_at IS NULL \
-                         AND ($3::text IS NULL OR t.name = $3) ORDER BY e.id",
-                        db,
-                        targets,
-                        entity_type.as_deref(),
-                    )
-                    .await?;
-                    values_of(&related, prop, &readers)
-                }
-            };
-            inputs.insert(reference, values);
+    let formulas = context::formulas_of(definitions);
+    let mut related: HashMap<FieldRef, Vec<RelatedEntity>> = HashMap::new();
+    for reference in formulas.iter().flat_map(|(_, formula)| formula.references()) {
+        if related.contains_key(&reference) {
+            continue;
         }
-        let computed = formula.evaluate_all(&|reference| inputs.get(reference).cloned().unwrap_or_default());
-        if !computed.is_empty() {
-            results.push((prop.clone(), computed.iter().map(FormulaValue::to_value_json).collect()));
-        }
+        let found = match &reference {
+            FieldRef::Id | FieldRef::Own(_) => continue,
+            FieldRef::Child { entity_type, .. } => {
+                related_entities(
+                    conn,
+                    "FROM entities e LEFT JOIN entities t ON t.db = e.db AND t.id = e.type_id \
+                     WHERE e.db = $1 AND e.parent_ids @> $2 AND e.deleted_at IS NULL \
+                     AND ($3::text IS NULL OR t.name = $3) ORDER BY e.id",
+                    db,
+                    vec![id.to_owned()],
+                    entity_type.as_deref(),
+                )
+                .await?
+            }
+            FieldRef::Referrer { entity_type, .. } => {
+                related_entities(
+                    conn,
+                    "FROM entities e LEFT JOIN entities t ON t.db = e.db AND t.id = e.type_id \
+                     WHERE e.db = $1 AND e.deleted_at IS NULL AND ($3::text IS NULL OR t.name = $3) \
+                     AND e.id IN (SELECT v.entity_id FROM property_values v WHERE v.db = $1 \
+                     AND v.reference = ANY($2) AND v.deleted_at IS NULL AND v.prop NOT LIKE '\\_%') ORDER BY e.id",
+                    db,
+                    vec![id.to_owned()],
+                    entity_type.as_deref(),
+                )
+                .await?
+            }
+            FieldRef::Reference { via, entity_type, .. } => {
+                let targets: Vec<String> = rows
+                    .iter()
+                    .filter(|row| &row.prop == via)
+                    .filter_map(|row| row.reference.clone())
+                    .collect();
+                related_entities(
+                    conn,
+                    "FROM entities e LEFT JOIN entities t ON t.db = e.db AND t.id = e.type_id \
+                     WHERE e.db = $1 AND e.id = ANY($2) AND e.deleted_at IS NULL \
+                     AND ($3::text IS NULL OR t.name = $3) ORDER BY e.id",
+                    db,
+                    targets,
+                    entity_type.as_deref(),
+                )
+                .await?
+            }
+        };
+        related.insert(reference, found);
     }
-    Ok(results)
+    let stored = |own: &str| {
+        rows.iter()
+            .filter(|row| row.prop == own)
+            .filter_map(|row| FormulaValue::from_value_json(&Json::Object(view::stored_value_json(row))))
+            .collect()
+    };
+    let inputs = Inputs {
+        id,
+        stored: &stored,
+        related: &related,
+        audience,
+    };
+    Ok(context::evaluate(&formulas, &inputs))
 }
 
 /// The related entities a statement's `FROM ...` part finds (`e` the
 /// related entity; `$2` the ids, `$3` the type name or NULL).
-async fn related(
+async fn related_entities(
     conn: &mut AsyncPgConnection,
     from: &'static str,
     db: &str,
     ids: Vec<String>,
     entity_type: Option<&str>,
-) -> diesel::QueryResult<Vec<Related>> {
-    diesel::sql_query(format!("SELECT {RELATED_COLUMNS} {from}"))
+) -> diesel::QueryResult<Vec<RelatedEntity>> {
+    let rows: Vec<Related> = diesel::sql_query(format!("SELECT {RELATED_COLUMNS} {from}"))
         .bind::<Text, _>(db)
         .bind::<Array<Text>, _>(ids)
         .bind::<Nullable<Text>, _>(entity_type)
         .load(conn)
-        .await
-}
-
-/// The values of `prop` (or the ids, for `_id`) of related entities, as their
-/// projections show them (credentials masked, formula results included),
-/// from the entities where everyone in `readers` may read them: the others
-/// count as absent, so not even their number shows.
-fn values_of(related: &[Related], prop: &str, readers: &Audience) -> Vec<FormulaValue> {
-    related
-        .iter()
-        .filter(|entity| readers.within(&entity.audience(prop)))
-        .flat_map(|entity| {
-            if prop == "_id" {
-                return vec![FormulaValue::Text(entity.id.clone())];
-            }
-            entity.doc[prop]
-                .as_array()
-                .map(|values| values.iter().filter_map(FormulaValue::from_value_json).collect())
-                .unwrap_or_default()
-        })
-        .collect()
-}
-
-/// Puts formula results into an entity document, in place of any stored values.
-pub fn apply(doc: &mut Json, results: Vec<(String, Vec<Json>)>) {
-    if let Some(object) = doc.as_object_mut() {
-        for (prop, values) in results {
-            object.insert(prop, Json::Array(values));
-        }
-    }
+        .await?;
+    Ok(rows.into_iter().map(RelatedEntity::from).collect())
 }
 
 #[derive(QueryableByName)]

@@ -821,7 +821,7 @@ pub async fn rebuild(
         let audience = |prop: &str| projection.audience(&context, &lists, prop);
         formulas::evaluate(conn, db, id, rows, &context.definitions, &audience).await?
     };
-    formulas::apply(&mut projection.doc, computed);
+    crate::formula::context::apply(&mut projection.doc, computed);
     // formula values show in the views their definitions allow
     projection.share_props(&context);
     Ok((projection, lists))

@@ -12,6 +12,7 @@
 //! a value of the wrong type, division by zero, a non-finite number, more or
 //! fewer than one slot left at the end) makes the whole formula give no value.
 
+pub mod context;
 mod eval;
 pub mod operators;
 mod parse;
