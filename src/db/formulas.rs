@@ -163,16 +163,16 @@ struct Id {
 /// Entities whose formulas may read any of `ids`: their parents (`_child`),
 /// the entities they point at (`_referrer`) and those pointing at them
 /// (`ref.*.prop`, `_parent.*.prop`), where their type defines a formula.
-/// `near` adds what the first two find for an entity whose value rows are
-/// not written yet.
+/// `parents_and_targets` are candidates as they are: what the first two
+/// find, given for an entity whose value rows are not written yet.
 pub async fn dependents(
     conn: &mut AsyncPgConnection,
     db: &str,
     ids: &[String],
-    near: Vec<String>,
+    parents_and_targets: Vec<String>,
 ) -> diesel::QueryResult<Vec<String>> {
     let types = formula_types(conn, db).await?;
-    if types.is_empty() || (ids.is_empty() && near.is_empty()) {
+    if types.is_empty() || (ids.is_empty() && parents_and_targets.is_empty()) {
         return Ok(Vec::new());
     }
     // The candidates come first and are few; their types are checked after.
@@ -187,7 +187,7 @@ pub async fn dependents(
                   AND (v.prop NOT LIKE '\\_%' OR v.prop = '_parent'))",
     )
     .bind::<Text, _>(db)
-    .bind::<Array<Text>, _>(near)
+    .bind::<Array<Text>, _>(parents_and_targets)
     .bind::<Array<Text>, _>(ids)
     .bind::<Array<Text>, _>(types)
     .load(conn)
