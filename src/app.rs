@@ -160,14 +160,17 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
     if settings.http.workers > 0 {
         server = server.workers(settings.http.workers);
     }
-    actix_web::rt::spawn(formula_worker::run(
+    let (pool, retry) = (
         flushed.pool.clone(),
-        flushed.writers.formulas_due(),
-        Duration::from_millis(settings.actors.formula_poll_ms.max(10)),
         db::formula_queue::Retry {
             attempts: settings.actors.formula_attempts,
             backoff: Duration::from_millis(settings.actors.formula_retry_ms),
         },
+    );
+    actix_web::rt::spawn(formula_worker::run(
+        move || db::formula_queue::compute_next_pooled(pool.clone(), retry),
+        flushed.writers.formulas_due(),
+        Duration::from_millis(settings.actors.formula_poll_ms.max(10)),
     ));
     actix_web::rt::spawn(flush_request_counts(flushed));
     Ok(server.run())

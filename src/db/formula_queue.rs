@@ -13,6 +13,7 @@ use diesel::sql_types::{Array, BigInt, Bool, Integer, Text};
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
+use crate::db::Pool;
 use crate::db::projection::{self, TypeCache};
 use crate::db::schema::formula_queue;
 use crate::db::values;
@@ -165,6 +166,13 @@ pub async fn compute_next(conn: &mut AsyncPgConnection, retry: Retry) -> QueryRe
         .scope_boxed()
     })
     .await
+}
+
+/// [`compute_next`] on a connection taken from `pool` for it, the error as
+/// text for the worker's log.
+pub async fn compute_next_pooled(pool: Pool, retry: Retry) -> Result<bool, String> {
+    let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+    compute_next(&mut conn, retry).await.map_err(|e| e.to_string())
 }
 
 #[derive(QueryableByName)]

@@ -1,19 +1,23 @@
 //! Computes queued formulas in the background: woken by this process's
 //! writers, and polling for work queued by other processes (and for failed
-//! entries whose retry is due).
+//! entries whose retry is due). The queue itself is `db::formula_queue`;
+//! the server hands its step in, so this loop needs no database of its own.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::db::Pool;
-use crate::db::formula_queue::{self, Retry};
-
-/// Drains the formula queue for as long as the server runs.
-pub async fn run(pool: Pool, wake: Arc<Notify>, poll: Duration, retry: Retry) {
+/// Drains the formula queue for as long as the server runs: `compute_next`
+/// computes one queued entity and answers whether there was one.
+pub async fn run<Step, Computed>(compute_next: Step, wake: Arc<Notify>, poll: Duration)
+where
+    Step: Fn() -> Computed,
+    Computed: Future<Output = Result<bool, String>>,
+{
     loop {
-        match compute_next(&pool, retry).await {
+        match compute_next().await {
             Ok(true) => continue,
             Ok(false) => {}
             Err(error) => tracing::warn!(%error, "computing queued formulas failed; retrying"),
@@ -23,11 +27,4 @@ pub async fn run(pool: Pool, wake: Arc<Notify>, poll: Duration, retry: Retry) {
             () = tokio::time::sleep(poll) => {}
         }
     }
-}
-
-async fn compute_next(pool: &Pool, retry: Retry) -> Result<bool, String> {
-    let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-    formula_queue::compute_next(&mut conn, retry)
-        .await
-        .map_err(|e| e.to_string())
 }
