@@ -14,6 +14,7 @@ use crate::cli::{Failure, progress};
 use crate::db::export::{self as rows, StoredValue};
 use crate::db::{Pool, databases};
 
+/// The stamp of a row's `*_at` and `*_by` columns, when `*_at` is set.
 fn stamp(at: Option<DateTime<Utc>>, by: Option<String>) -> Option<Stamp> {
     at.map(|at| Stamp { at, by })
 }
@@ -47,6 +48,7 @@ fn value_line(row: StoredValue) -> Result<ValueLine, Failure> {
     })
 }
 
+/// One line of the export: `line` as JSON and a newline.
 fn write_line(out: &mut (dyn Write + Send), line: &impl Serialize) -> Result<(), Failure> {
     serde_json::to_writer(&mut *out, line).map_err(|e| Failure(format!("writing the export: {e}")))?;
     out.write_all(b"\n")?;

@@ -17,7 +17,7 @@ use crate::model::ids::is_valid_id;
 
 /// A value line as the row to insert for entity `entity_id` of `db`.
 fn value_row(db: &str, entity_id: &str, line: ValueLine) -> StoredValue {
-    let (deleted_at, deleted_by) = split(line.deleted);
+    let (deleted_at, deleted_by) = stamp_columns(line.deleted);
     StoredValue {
         db: db.to_owned(),
         id: line.id,
@@ -42,7 +42,8 @@ fn value_row(db: &str, entity_id: &str, line: ValueLine) -> StoredValue {
     }
 }
 
-fn split(stamp: Option<Stamp>) -> (Option<DateTime<Utc>>, Option<String>) {
+/// A stamp as its `*_at` and `*_by` columns (both NULL for none).
+fn stamp_columns(stamp: Option<Stamp>) -> (Option<DateTime<Utc>>, Option<String>) {
     match stamp {
         Some(Stamp { at, by }) => (Some(at), by),
         None => (None, None),
@@ -108,7 +109,7 @@ impl Batch {
             }
             self.values.push(value_row(db, &line.id, value));
         }
-        let (deleted_at, deleted_by) = split(line.deleted);
+        let (deleted_at, deleted_by) = stamp_columns(line.deleted);
         self.entities.push(StoredEntity {
             db: db.to_owned(),
             id: line.id,
