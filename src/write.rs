@@ -23,7 +23,7 @@ use crate::model::definition::{SystemProperty, is_billing_property};
 use crate::model::ids::new_id;
 use crate::model::value::{Value, ValueInput};
 use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
-use crate::rights::{Right, RightsLists, Sharing, can_read, has_right};
+use crate::rights::{Right, RightsLists, Sharing, can_read, has_right, is_rights_property};
 use crate::view;
 
 /// One write, on behalf of `actor` (a person of database `db`).
@@ -408,18 +408,15 @@ async fn add_values(
 fn replaced_rights(live: &[ValueRow], rows: &[NewValue]) -> Vec<String> {
     let granted: Vec<&str> = rows
         .iter()
-        .filter(|row| RIGHTS.contains(&row.prop.as_str()))
+        .filter(|row| is_rights_property(&row.prop))
         .filter_map(|row| row.reference.as_deref())
         .collect();
     live.iter()
-        .filter(|row| RIGHTS.contains(&row.prop.as_str()))
+        .filter(|row| is_rights_property(&row.prop))
         .filter(|row| row.reference.as_deref().is_some_and(|person| granted.contains(&person)))
         .map(|row| row.id.clone())
         .collect()
 }
-
-/// The properties that grant (or, `_noaccess`, deny) a person's access.
-const RIGHTS: [&str; 5] = ["_owner", "_editor", "_expander", "_viewer", "_noaccess"];
 
 /// Properties an entity holds one value of: a new value replaces the live one
 /// (soft-deleted, as an overwrite by `_id` is), so the latest always governs.
