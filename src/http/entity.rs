@@ -19,7 +19,8 @@ use crate::query::sql::{self, ListResult};
 use crate::query::{DEFAULT_LIMIT, ListQuery};
 use crate::rights::{ViewLevel, view_level};
 use crate::view;
-use crate::write::{self, WriteOp, WriteOutcome};
+use crate::write::validate;
+use crate::write::{WriteOp, WriteOutcome};
 
 /// `GET /api/{db}/entity`: `{"entities":[...],"count":N,"limit":L,"skip":S}`.
 #[utoipa::path(
@@ -313,7 +314,7 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let db = db.into_inner();
     let values = parse_body(&body)?;
-    write::check_size(&values, state.max_values_per_write)?;
+    validate::check_size(&values, state.max_values_per_write)?;
     let outcome = state.write_as(&caller, &db, WriteOp::CreateEntity { values }).await?;
     let outcome = state.files.with_uploads(&db, outcome).await?;
     Ok(HttpResponse::Created().json(written(outcome)))
@@ -344,7 +345,7 @@ pub async fn add_values(
 ) -> Result<HttpResponse, ApiError> {
     let (db, entity_id) = path.into_inner();
     let values = parse_body(&body)?;
-    write::check_size(&values, state.max_values_per_write)?;
+    validate::check_size(&values, state.max_values_per_write)?;
     let outcome = state
         .write_as(&caller, &db, WriteOp::AddValues { entity_id, values })
         .await?;

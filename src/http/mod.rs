@@ -25,7 +25,8 @@ use crate::error::ApiError;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::usage::Usage;
-use crate::write::{self, WriteOp, WriteOutcome, WriteRequest};
+use crate::write::keys;
+use crate::write::{WriteOp, WriteOutcome, WriteRequest};
 
 /// Shared state of every worker.
 pub struct AppState {
@@ -61,7 +62,7 @@ impl AppState {
             actor,
             op,
         };
-        let keys = write::prepare_keys(&self.pool, &request).await?;
+        let keys = keys::prepare_keys(&self.pool, &request).await?;
         self.writers.write(request, keys).await
     }
 
