@@ -48,19 +48,11 @@ pub(super) async fn add_values(
         live: values::live_values(conn, db, entity_id).await?,
     };
     let (rows, plain_keys) = validate::validate(conn, cache, &target, &inputs, keys).await?;
-    let mut replaced: Vec<String> = inputs.iter().filter_map(|v| v.replaces.clone()).collect();
-    replaced.extend(replaced::replaced_rights(&target.live, &rows));
-    replaced.extend(replaced::replaced_single_values(&target.live, &rows));
-    let owners_left = target
-        .live
-        .iter()
-        .filter(|row| row.prop == "_owner" && !replaced.contains(&row.id))
-        .count()
-        + rows.iter().filter(|row| row.prop == "_owner").count();
-    if owners_left == 0 {
-        return Err(ApiError::forbidden("An entity keeps at least one _owner"));
-    }
-    values::soft_delete_values(conn, db, &replaced, now, actor).await?;
+    let mut removed: Vec<String> = inputs.iter().filter_map(|v| v.replaces.clone()).collect();
+    removed.extend(replaced::replaced_rights(&target.live, &rows));
+    removed.extend(replaced::replaced_single_values(&target.live, &rows));
+    replaced::keep_an_owner(&target.live, &removed, &rows)?;
+    values::soft_delete_values(conn, db, &removed, now, actor).await?;
     values::insert_values(conn, &rows).await?;
     projection::project(conn, &mut cache.types, db, entity_id).await?;
     if entity_type.describes_types() {

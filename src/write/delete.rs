@@ -3,8 +3,8 @@
 use chrono::{DateTime, Utc};
 use diesel_async::AsyncPgConnection;
 
-use super::WriteOutcome;
 use super::access::{lock_with_right, may_leave_parent};
+use super::{WriteOutcome, replaced};
 use crate::db::projection::{self, TypeCache};
 use crate::db::values;
 use crate::error::ApiError;
@@ -48,15 +48,16 @@ pub(super) async fn delete_value(
     if !has_right(&lists, actor, needed) {
         return Err(ApiError::forbidden("Missing rights on this entity"));
     }
-    if value.prop == "_owner" && live.iter().filter(|row| row.prop == "_owner").count() <= 1 {
-        return Err(ApiError::forbidden("The last _owner cannot be deleted"));
+    let removed = [value_id.to_owned()];
+    if value.prop == "_owner" {
+        replaced::keep_an_owner(&live, &removed, &[])?;
     }
     if value.prop == "_parent"
         && let Some(parent) = &value.reference
     {
         may_leave_parent(conn, db, actor, parent).await?;
     }
-    values::soft_delete_values(conn, db, &[value_id.to_owned()], now, actor).await?;
+    values::soft_delete_values(conn, db, &removed, now, actor).await?;
     projection::project(conn, types, db, &value.entity_id).await?;
     Ok(WriteOutcome::Deleted)
 }

@@ -6,7 +6,7 @@
 //!   per-transaction cache;
 //! - [`create`], [`add`], [`delete`], [`aggregate`]: the operations;
 //! - [`validate`]: values against rights and definitions; [`replaced`]: what
-//!   a write replaces; [`counters`]: numbering;
+//!   a write replaces, and the last-`_owner` rule; [`counters`]: numbering;
 //! - [`access`]: who may write at all; [`keys`]: API keys, hashed before a
 //!   write's turn.
 

@@ -1,6 +1,8 @@
-//! What a write replaces besides the values it overwrites by `_id`.
+//! What a write replaces besides the values it overwrites by `_id`, and the
+//! rule that an entity keeps an owner through every write and deletion.
 
 use crate::db::values::{NewValue, ValueRow};
+use crate::error::ApiError;
 use crate::rights::is_rights_property;
 
 /// Properties an entity holds one value of: a new value replaces the live one
@@ -29,6 +31,20 @@ pub(super) fn replaced_single_values(live: &[ValueRow], rows: &[NewValue]) -> Ve
         .filter(|row| rows.iter().any(|new| new.prop == row.prop))
         .map(|row| row.id.clone())
         .collect()
+}
+
+/// An entity keeps at least one `_owner`: refuses a change that removes the
+/// live values `removed` and adds `added` when no owner would be left.
+pub(super) fn keep_an_owner(live: &[ValueRow], removed: &[String], added: &[NewValue]) -> Result<(), ApiError> {
+    let owners_left = live
+        .iter()
+        .filter(|row| row.prop == "_owner" && !removed.contains(&row.id))
+        .count()
+        + added.iter().filter(|row| row.prop == "_owner").count();
+    if owners_left == 0 {
+        return Err(ApiError::forbidden("An entity keeps at least one _owner"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -71,5 +87,18 @@ mod tests {
         ];
         assert_eq!(replaced_single_values(&live, &[new("n1", "_sharing", None)]), ["1"]);
         assert!(replaced_single_values(&live, &[new("n2", "title", None)]).is_empty());
+    }
+
+    #[test]
+    fn an_entity_keeps_at_least_one_owner() {
+        let live = [live("1", "_owner", Some("ann")), live("2", "_owner", Some("bob"))];
+        assert!(keep_an_owner(&live, &["1".into()], &[]).is_ok());
+        let refused = keep_an_owner(&live, &["1".into(), "2".into()], &[]).unwrap_err();
+        assert_eq!(
+            (refused.status.as_u16(), refused.message.as_ref()),
+            (403, "An entity keeps at least one _owner")
+        );
+        let successor = [new("n1", "_owner", Some("cy"))];
+        assert!(keep_an_owner(&live, &["1".into(), "2".into()], &successor).is_ok());
     }
 }
