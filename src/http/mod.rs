@@ -8,6 +8,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod property;
 pub mod usage;
+mod written;
 
 use std::net::IpAddr;
 

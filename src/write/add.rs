@@ -6,7 +6,7 @@ use diesel_async::AsyncPgConnection;
 
 use super::batch::TransactionCache;
 use super::validate::{self, Target};
-use super::{WriteOutcome, replaced, response_values};
+use super::{WriteOutcome, WrittenValue, replaced};
 use crate::auth::api_key::GeneratedKey;
 use crate::db::projection;
 use crate::db::values;
@@ -60,6 +60,6 @@ pub(super) async fn add_values(
     }
     Ok(WriteOutcome::Written {
         entity_id: entity_id.to_owned(),
-        values: response_values(&rows, &plain_keys),
+        values: WrittenValue::all(&rows, plain_keys),
     })
 }

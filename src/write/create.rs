@@ -5,7 +5,7 @@ use diesel_async::AsyncPgConnection;
 
 use super::batch::TransactionCache;
 use super::validate::{self, Target};
-use super::{WriteOutcome, response_values};
+use super::{WriteOutcome, WrittenValue};
 use crate::auth::api_key::GeneratedKey;
 use crate::db::projection::{self, NewEntity};
 use crate::db::values::{self, ValueRow};
@@ -62,7 +62,7 @@ pub(super) async fn create_entity(
         live: Vec::new(),
     };
     let (mut rows, plain_keys) = validate::validate(conn, cache, &target, &inputs, keys).await?;
-    let response = response_values(&rows, &plain_keys);
+    let written = WrittenValue::all(&rows, plain_keys);
     let creator_is_owner = inputs
         .iter()
         .any(|v| v.prop == "_owner" && v.value == Value::Reference(actor.to_owned()));
@@ -85,6 +85,6 @@ pub(super) async fn create_entity(
     }
     Ok(WriteOutcome::Written {
         entity_id,
-        values: response,
+        values: written,
     })
 }

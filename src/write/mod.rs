@@ -23,7 +23,6 @@ pub mod validate;
 
 use std::collections::HashMap;
 
-use serde_json::Value as Json;
 use tracing::Span;
 
 use crate::auth::api_key::GeneratedKey;
@@ -31,7 +30,6 @@ use crate::db::Pool;
 use crate::db::values::{NewValue, ValueRow};
 use crate::error::ApiError;
 use crate::model::value::ValueInput;
-use crate::view;
 
 /// One write, on behalf of `actor` (a person of database `db`).
 #[derive(Debug, Clone)]
@@ -62,18 +60,40 @@ pub enum WriteOp {
     },
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum WriteOutcome {
-    /// Values written on an entity; `values` as the creation response shows them.
+    /// Values written on an entity, in the order they were given.
     Written {
         entity_id: String,
-        values: Vec<Json>,
+        values: Vec<WrittenValue>,
     },
     Deleted,
     /// Formulas re-computed; `queued` other entities were re-computed with it.
     Aggregated {
         queued: usize,
     },
+}
+
+/// One value a write stored.
+#[derive(Debug, Clone)]
+pub struct WrittenValue {
+    /// The value as stored (an API key's hash never leaves the database).
+    pub row: ValueRow,
+    /// A new API key in plain text: the only time it is ever shown.
+    pub plain_key: Option<String>,
+}
+
+impl WrittenValue {
+    /// The rows a write stored, in order, each new API key with its plain
+    /// text (`plain_keys`, by value id).
+    fn all(rows: &[NewValue], mut plain_keys: HashMap<String, String>) -> Vec<WrittenValue> {
+        rows.iter()
+            .map(|row| WrittenValue {
+                row: ValueRow::from(row),
+                plain_key: plain_keys.remove(&row.id),
+            })
+            .collect()
+    }
 }
 
 /// Applies one write in its own transaction, outside any writer actor.
@@ -109,17 +129,34 @@ pub async fn apply_batch(
     }
 }
 
-/// The written values as the response shows them: with `type`, and a new API
-/// key in plain text (the only time it is ever shown).
-fn response_values(rows: &[NewValue], plain_keys: &HashMap<String, String>) -> Vec<Json> {
-    rows.iter()
-        .map(|row| {
-            let mut value = view::stored_value_json(&ValueRow::from(row));
-            value.insert("type".into(), Json::String(row.prop.clone()));
-            if let Some(plain) = plain_keys.get(&row.id) {
-                value.insert("string".into(), Json::String(plain.clone()));
-            }
-            Json::Object(value)
-        })
-        .collect()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_new_api_key_comes_back_with_its_own_value_only() {
+        let row = |id: &str, prop: &str| NewValue {
+            id: id.into(),
+            prop: prop.into(),
+            ..NewValue::default()
+        };
+        let rows = [
+            row("v1", "title"),
+            row("v2", "service_api_key"),
+            row("v3", "service_api_key"),
+        ];
+        let plain_keys = HashMap::from([("v3".to_owned(), "k3".to_owned()), ("v2".to_owned(), "k2".to_owned())]);
+        let written: Vec<(String, Option<String>)> = WrittenValue::all(&rows, plain_keys)
+            .into_iter()
+            .map(|value| (value.row.id, value.plain_key))
+            .collect();
+        assert_eq!(
+            written,
+            [
+                ("v1".to_owned(), None),
+                ("v2".to_owned(), Some("k2".to_owned())),
+                ("v3".to_owned(), Some("k3".to_owned()))
+            ]
+        );
+    }
 }
