@@ -2,12 +2,13 @@
 //! transaction. The per-database writer actor runs these in order; the entity
 //! row lock taken first keeps them correct across processes too.
 //!
-//! - [`batch`]: transactions, group commit, the savepoint retry and the
+//! - `batch.rs`: transactions, group commit, the savepoint retry and the
 //!   per-transaction cache;
-//! - [`create`], [`add`], [`delete`], [`aggregate`]: the operations;
-//! - [`validate`]: values against rights and definitions; [`replaced`]: what
-//!   a write replaces, and the last-`_owner` rule; [`counters`]: numbering;
-//! - [`access`]: who may write at all; [`keys`]: API keys, hashed before a
+//! - `create.rs`, `add.rs`, `delete.rs`, `aggregate.rs`: the operations;
+//! - `validate.rs`: values against rights and definitions; `replaced.rs`:
+//!   what a write replaces, and the last-`_owner` rule; `counters.rs`:
+//!   numbering;
+//! - `access.rs`: who may write at all; `keys.rs`: API keys, hashed before a
 //!   write's turn.
 
 mod access;

@@ -25,7 +25,7 @@ use crate::rights::{Right, RightsLists, Sharing, has_right};
 
 /// Bounds what one write may cost, before anything else is done with it: at
 /// most `max_values` values (`limits.max_values_per_write`) and
-/// [`MAX_KEYS_PER_WRITE`] API keys; more → 413 `too_many_values`.
+/// `MAX_KEYS_PER_WRITE` API keys; more → 413 `too_many_values`.
 pub fn check_size(values: &[ValueInput], max_values: usize) -> Result<(), ApiError> {
     let too_many = |message: String| Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_many_values", message));
     if values.len() > max_values {
