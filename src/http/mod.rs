@@ -26,7 +26,7 @@ use crate::error::ApiError;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::usage::Usage;
-use crate::write::keys;
+use crate::write::keys::prepare_keys;
 use crate::write::{WriteOp, WriteOutcome, WriteRequest};
 
 /// Shared state of every worker.
@@ -63,7 +63,7 @@ impl AppState {
             actor,
             op,
         };
-        let keys = keys::prepare_keys(&self.pool, &request).await?;
+        let keys = prepare_keys(&self.pool, &request).await?;
         self.writers.write(request, keys).await
     }
 
