@@ -6,6 +6,14 @@
 
 use std::collections::BTreeSet;
 
+/// The properties that grant (or, `_noaccess`, deny) a person's access.
+pub const RIGHTS_PROPERTIES: [&str; 5] = ["_owner", "_editor", "_expander", "_viewer", "_noaccess"];
+
+/// Whether `prop` grants or denies a person's access ([`RIGHTS_PROPERTIES`]).
+pub fn is_rights_property(prop: &str) -> bool {
+    RIGHTS_PROPERTIES.contains(&prop)
+}
+
 /// The levels of access, weakest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Right {
@@ -184,6 +192,16 @@ mod tests {
             expanders: BTreeSet::new(),
             viewers: set(viewers),
             noaccess: set(noaccess),
+        }
+    }
+
+    #[test]
+    fn the_rights_properties_are_the_four_rights_and_noaccess() {
+        for prop in ["_owner", "_editor", "_expander", "_viewer", "_noaccess"] {
+            assert!(is_rights_property(prop), "{prop}");
+        }
+        for prop in ["_sharing", "_inheritrights", "_parent", "owner"] {
+            assert!(!is_rights_property(prop), "{prop}");
         }
     }
 

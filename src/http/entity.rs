@@ -5,9 +5,10 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 use diesel_async::AsyncPgConnection;
 use futures_util::StreamExt;
-use serde_json::{Map, Value as Json, json};
+use serde_json::{Value as Json, json};
 
 use super::openapi as doc;
+use super::written::written_json;
 use super::{AppState, Caller};
 use crate::db::databases;
 use crate::db::values::{self, EntityRow};
@@ -19,7 +20,8 @@ use crate::query::sql::{self, ListResult};
 use crate::query::{DEFAULT_LIMIT, ListQuery};
 use crate::rights::{ViewLevel, view_level};
 use crate::view;
-use crate::write::{self, WriteOp, WriteOutcome};
+use crate::write::validate;
+use crate::write::{WriteOp, WriteOutcome};
 
 /// `GET /api/{db}/entity`: `{"entities":[...],"count":N,"limit":L,"skip":S}`.
 #[utoipa::path(
@@ -313,10 +315,9 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let db = db.into_inner();
     let values = parse_body(&body)?;
-    write::check_size(&values, state.max_values_per_write)?;
+    validate::check_size(&values, state.max_values_per_write)?;
     let outcome = state.write_as(&caller, &db, WriteOp::CreateEntity { values }).await?;
-    let outcome = state.files.with_uploads(&db, outcome).await?;
-    Ok(HttpResponse::Created().json(written(outcome)))
+    Ok(HttpResponse::Created().json(written_json(&state.files, &db, outcome).await?))
 }
 
 /// `POST /api/{db}/entity/{_id}`: adds (or overwrites) values → `{"_id","properties"}`.
@@ -344,12 +345,11 @@ pub async fn add_values(
 ) -> Result<HttpResponse, ApiError> {
     let (db, entity_id) = path.into_inner();
     let values = parse_body(&body)?;
-    write::check_size(&values, state.max_values_per_write)?;
+    validate::check_size(&values, state.max_values_per_write)?;
     let outcome = state
         .write_as(&caller, &db, WriteOp::AddValues { entity_id, values })
         .await?;
-    let outcome = state.files.with_uploads(&db, outcome).await?;
-    Ok(HttpResponse::Ok().json(written(outcome)))
+    Ok(HttpResponse::Ok().json(written_json(&state.files, &db, outcome).await?))
 }
 
 /// `DELETE /api/{db}/entity/{_id}`: soft-deletes the entity → `{"deleted":true}`.
@@ -408,13 +408,6 @@ pub async fn aggregate(
         _ => 0,
     };
     Ok(HttpResponse::Ok().json(json!({"_id": entity_id, "queued": queued})))
-}
-
-fn written(outcome: WriteOutcome) -> Json {
-    match outcome {
-        WriteOutcome::Written { entity_id, values } => json!({"_id": entity_id, "properties": values}),
-        WriteOutcome::Deleted | WriteOutcome::Aggregated { .. } => Json::Object(Map::new()),
-    }
 }
 
 #[derive(Debug, serde::Deserialize)]

@@ -19,7 +19,6 @@ use crate::storage::local::{LocalStore, Refusal, Signed};
 use crate::storage::thumbnail::{self, ThumbnailError};
 use crate::storage::thumbnailer::{Thumbnailer, ThumbnailerConfig};
 use crate::storage::{self, Download, ObjectKey, ObjectStore, Upload, content_disposition, download_disposition};
-use crate::write::WriteOutcome;
 
 /// Object storage and the thumbnail pool.
 pub struct Files {
@@ -54,43 +53,33 @@ impl Files {
         })
     }
 
-    /// Adds `upload` (a signed PUT URL and the headers it takes) to every
-    /// file value of a write's outcome.
-    pub async fn with_uploads(&self, db: &str, mut outcome: WriteOutcome) -> Result<WriteOutcome, ApiError> {
-        let WriteOutcome::Written { entity_id, values } = &mut outcome else {
-            return Ok(outcome);
+    /// `upload` of a file value a write stored: a signed PUT URL and the
+    /// headers it takes; `None` for other values.
+    pub async fn upload(&self, db: &str, value: &ValueRow) -> Result<Option<Json>, ApiError> {
+        let (Some(filename), Some(filesize), Some(filetype)) = (
+            &value.filename,
+            value.filesize.and_then(|size| u64::try_from(size).ok()),
+            &value.filetype,
+        ) else {
+            return Ok(None);
         };
-        for value in values.iter_mut().filter_map(Json::as_object_mut) {
-            let (Some(id), Some(filename), Some(filesize), Some(filetype)) = (
-                value.get("_id").and_then(Json::as_str),
-                value.get("filename").and_then(Json::as_str),
-                value.get("filesize").and_then(Json::as_u64),
-                value.get("filetype").and_then(Json::as_str),
-            ) else {
-                continue;
-            };
-            let key = ObjectKey::file(db, entity_id, id).ok_or_else(|| invalid_key(db))?;
-            let upload = Upload {
-                content_type: filetype.to_owned(),
-                content_length: filesize,
-                content_disposition: content_disposition(filename),
-            };
-            let url = self.store.presign_put(&key, &upload).await?;
-            value.insert(
-                "upload".into(),
-                json!({
-                    "url": url,
-                    "method": "PUT",
-                    "headers": {
-                        "ACL": "private",
-                        "Content-Disposition": upload.content_disposition,
-                        "Content-Length": upload.content_length,
-                        "Content-Type": upload.content_type,
-                    },
-                }),
-            );
-        }
-        Ok(outcome)
+        let key = ObjectKey::file(db, &value.entity_id, &value.id).ok_or_else(|| invalid_key(db))?;
+        let upload = Upload {
+            content_type: filetype.clone(),
+            content_length: filesize,
+            content_disposition: content_disposition(filename),
+        };
+        let url = self.store.presign_put(&key, &upload).await?;
+        Ok(Some(json!({
+            "url": url,
+            "method": "PUT",
+            "headers": {
+                "ACL": "private",
+                "Content-Disposition": upload.content_disposition,
+                "Content-Length": upload.content_length,
+                "Content-Type": upload.content_type,
+            },
+        })))
     }
 
     /// A fresh download URL of a file value; `None` for other values.

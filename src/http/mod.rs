@@ -9,6 +9,7 @@ pub mod middleware;
 pub mod openapi;
 pub mod property;
 pub mod usage;
+mod written;
 
 use std::net::IpAddr;
 
@@ -26,7 +27,8 @@ use crate::error::ApiError;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::usage::Usage;
-use crate::write::{self, WriteOp, WriteOutcome, WriteRequest};
+use crate::write::keys::prepare_keys;
+use crate::write::{WriteOp, WriteOutcome, WriteRequest};
 
 /// Shared state of every worker.
 pub struct AppState {
@@ -62,7 +64,7 @@ impl AppState {
             actor,
             op,
         };
-        let keys = write::prepare_keys(&self.pool, &request).await?;
+        let keys = prepare_keys(&self.pool, &request).await?;
         self.writers.write(request, keys).await
     }
 
