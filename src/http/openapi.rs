@@ -315,46 +315,6 @@ pub struct TokenUser {
     pub name: Option<String>,
 }
 
-/// `GET /api/{db}`: the database usage object, cached 5 minutes.
-#[derive(Serialize, ToSchema)]
-pub struct UsageObject {
-    pub organization: Vec<Organization>,
-    pub entities: UsageWithLimit,
-    pub properties: UsageDeleted,
-    pub requests: UsageLimit,
-    pub tokens: UsageLimit,
-    pub files: UsageWithLimit,
-    /// Data plus index bytes of this database.
-    #[serde(rename = "dbSize")]
-    pub db_size: i64,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct Organization {
-    pub language: Option<String>,
-    pub string: Option<String>,
-}
-
-/// Usage, deleted and the limit (0 when not set).
-#[derive(Serialize, ToSchema)]
-pub struct UsageWithLimit {
-    pub usage: i64,
-    pub deleted: i64,
-    pub limit: i64,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct UsageDeleted {
-    pub usage: i64,
-    pub deleted: i64,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct UsageLimit {
-    pub usage: i64,
-    pub limit: i64,
-}
-
 /// One property value. Which value fields it has depends on the property's
 /// type; `type` is present outside entity documents (where the property name
 /// is the key). Fields a value lacks are absent, not null.
@@ -739,18 +699,6 @@ pub fn token_example() -> Json {
         "user": {"name": "Demo Owner"},
         "token": "eyJhbGciOiJIUzI1NiJ9.eyJ1c2UiOiJhY2Nlc3MifQ.c2lnbmF0dXJl",
         "expires": "2026-11-21T22:00:00.000Z",
-    })
-}
-
-pub fn usage_example() -> Json {
-    json!({
-        "organization": [{"language": "en", "string": "Demo"}],
-        "entities": {"usage": 120, "deleted": 3, "limit": 0},
-        "properties": {"usage": 890, "deleted": 12},
-        "requests": {"usage": 1234, "limit": 2000},
-        "tokens": {"usage": 0, "limit": 100000},
-        "files": {"usage": 48213, "deleted": 0, "limit": 0},
-        "dbSize": 1245184,
     })
 }
 

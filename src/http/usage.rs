@@ -5,6 +5,7 @@ use actix_web::{HttpResponse, web};
 use super::openapi as doc;
 use super::{AppState, Caller};
 use crate::error::ApiError;
+use crate::usage::{UsageObject, usage_example};
 
 #[utoipa::path(
     get, path = "/api/{db}", operation_id = "database_usage", tag = "usage", summary = "Database usage",
@@ -12,7 +13,7 @@ use crate::error::ApiError;
     security(("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo")),
     responses(
-        (status = 200, description = "The usage object", body = doc::UsageObject, example = doc::usage_example),
+        (status = 200, description = "The usage object", body = UsageObject, example = usage_example),
         (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
         (status = 403, description = "The token is for other databases only", body = doc::ErrorBody),
         (status = 404, description = "No such database", body = doc::ErrorBody),
