@@ -9,6 +9,7 @@ pub mod middleware;
 pub mod openapi;
 pub mod property;
 pub mod usage;
+pub mod views;
 
 use std::net::IpAddr;
 
