@@ -9,6 +9,7 @@ use diesel_async::AsyncPgConnection;
 use serde::Deserialize;
 
 use super::views::auth::{Account, AccountUser, TokenResponse, TokenUser, token_example};
+use super::views::responses::ReadUnavailable;
 use super::{AppState, bearer, client_ip};
 use crate::auth::api_key;
 use crate::auth::jwt::{Claims, Refusal};
@@ -139,7 +140,7 @@ async fn look_up(pool: &Pool, claims: &Claims) -> Result<Option<BTreeMap<String,
         (status = 200, description = "The token and the databases it reaches", body = TokenResponse, example = token_example),
         (status = 400, description = "Malformed query string", body = ErrorBody),
         (status = 401, description = "No key (`No key`), an unknown key (`Invalid API key`), or none of its databases match `db` (`No accessible accounts`)", body = ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn authenticate(
@@ -189,7 +190,7 @@ pub async fn authenticate(
     responses(
         (status = 200, description = "A new token", body = TokenResponse, example = token_example),
         (status = 401, description = "`Invalid token`, `No accessible accounts`, `Token too old, re-authenticate` or `Session expired, re-authenticate`", body = ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn refresh(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {

@@ -10,6 +10,7 @@ use serde_json::{Map, Value as Json, json};
 use super::views::entities::{
     ENTITY_LIST_DESCRIPTION, EntityList, EntityRead, History, entity_list_example, entity_read_example, history_example,
 };
+use super::views::responses::{InvalidToken, ReadUnavailable, TokenRequired, TooManyValues, WriteUnavailable};
 use super::views::writes::{Aggregated, Deleted, WriteBody, Written, write_body_example, written_example};
 use super::{AppState, Caller};
 use crate::db::databases;
@@ -42,9 +43,9 @@ use crate::write::{self, WriteOp, WriteOutcome};
     responses(
         (status = 200, description = "A page of entities; `count` counts every match", body = EntityList, example = entity_list_example),
         (status = 400, description = "`Invalid regex`, `Invalid ID`, or a malformed query string", body = ErrorBody),
-        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = ErrorBody),
+        (status = 401, response = inline(InvalidToken)),
         (status = 404, description = "No such database", body = ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn list(
@@ -253,9 +254,9 @@ impl StreamedPage {
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
     responses(
         (status = 200, description = "The entity as the caller may see it", body = EntityRead, example = entity_read_example),
-        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = ErrorBody),
+        (status = 401, response = inline(InvalidToken)),
         (status = 404, description = "No such database, or the entity is missing, deleted or not visible to the caller", body = ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn read(
@@ -301,11 +302,11 @@ pub async fn visible_entity(
     responses(
         (status = 201, description = "The new entity's id and its values", body = Written, example = written_example),
         (status = 400, description = "Malformed body, no `_type`, a bad language code, or an `_id` that is not a live value of this property", body = ErrorBody),
-        (status = 401, description = "No token, or an unacceptable one", body = ErrorBody),
+        (status = 401, response = inline(TokenRequired)),
         (status = 403, description = "The token is for other databases only, or no `_expander` on `_parent`", body = ErrorBody),
         (status = 404, description = "No such database", body = ErrorBody),
-        (status = 413, description = "The body is larger than `http.json_body_limit_bytes`, or holds more than `limits.max_values_per_write` values or more than 10 `service_api_key` values (`too_many_values`)", body = ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = ErrorBody),
+        (status = 413, response = inline(TooManyValues)),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn create(
@@ -332,11 +333,11 @@ pub async fn create(
     responses(
         (status = 200, description = "The entity's id and the values written", body = Written, example = written_example),
         (status = 400, description = "Malformed body, a bad language code, `No email`, or an `_id` that is not a live value of this property", body = ErrorBody),
-        (status = 401, description = "No token, or an unacceptable one", body = ErrorBody),
+        (status = 401, response = inline(TokenRequired)),
         (status = 403, description = "The caller sees the entity but lacks the right", body = ErrorBody),
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = ErrorBody),
-        (status = 413, description = "The body is larger than `http.json_body_limit_bytes`, or holds more than `limits.max_values_per_write` values or more than 10 `service_api_key` values (`too_many_values`)", body = ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = ErrorBody),
+        (status = 413, response = inline(TooManyValues)),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn add_values(
@@ -363,10 +364,10 @@ pub async fn add_values(
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
     responses(
         (status = 200, description = "Deleted", body = Deleted, example = json!({"deleted": true})),
-        (status = 401, description = "No token, or an unacceptable one", body = ErrorBody),
+        (status = 401, response = inline(TokenRequired)),
         (status = 403, description = "The caller is not an owner", body = ErrorBody),
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = ErrorBody),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn delete(
@@ -390,10 +391,10 @@ pub async fn delete(
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
     responses(
         (status = 200, description = "How many entities were re-computed", body = Aggregated, example = json!({"_id": "6571f3a4c2b9e8d7f6a5b4c3", "queued": 2})),
-        (status = 401, description = "No token, or an unacceptable one", body = ErrorBody),
+        (status = 401, response = inline(TokenRequired)),
         (status = 403, description = "The caller is not an editor", body = ErrorBody),
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = ErrorBody),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn aggregate(
@@ -442,10 +443,10 @@ const MAX_HISTORY_PAGE: usize = 1000;
     ),
     responses(
         (status = 200, description = "A page of changes", body = History, example = history_example),
-        (status = 401, description = "No token, or an unacceptable one", body = ErrorBody),
+        (status = 401, response = inline(TokenRequired)),
         (status = 403, description = "The caller sees the entity only through its sharing", body = ErrorBody),
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn history(

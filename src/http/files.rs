@@ -11,6 +11,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value as Json, json};
 
 use super::views::files::{FileContent, SignedUrl, thumbnail_example};
+use super::views::responses::{InvalidToken, SourceTooLarge, ThumbnailRefused, ThumbnailUnavailable};
 use super::{AppState, Caller, entity, property};
 use crate::config::Settings;
 use crate::db::values::ValueRow;
@@ -130,11 +131,11 @@ fn invalid_key(db: &str) -> ApiError {
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3"), ("size" = u32, Path, description = "Side of the square thumbnail in pixels: 50, 200 or 400", example = 200)),
     responses(
         (status = 200, description = "Where to get the thumbnail", body = SignedUrl, example = thumbnail_example),
-        (status = 400, description = "Invalid `size`, an unsupported file type, an image over 40 megapixels, a file that cannot be decoded, or a PDF over `thumbnails.pdf_timeout_ms` (a failure is answered again, without rendering, for 10 minutes)", body = ErrorBody),
-        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = ErrorBody),
+        (status = 400, response = inline(ThumbnailRefused)),
+        (status = 401, response = inline(InvalidToken)),
         (status = 404, description = "The entity is missing or not visible, has no `photo`, or its file is missing from storage", body = ErrorBody),
-        (status = 413, description = "The source file is larger than 25 MB", body = ErrorBody),
-        (status = 503, description = "Too many thumbnails are rendering (`thumbnails_busy`), a query timed out (`query_timeout`) or no database connection came free (`database_busy`); all with `Retry-After`", body = ErrorBody),
+        (status = 413, response = inline(SourceTooLarge)),
+        (status = 503, response = inline(ThumbnailUnavailable)),
     )
 )]
 pub async fn entity_thumbnail(
@@ -174,11 +175,11 @@ pub async fn entity_thumbnail(
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Property value id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c6"), ("size" = u32, Path, description = "Side of the square thumbnail in pixels: 50, 200 or 400", example = 200)),
     responses(
         (status = 200, description = "Where to get the thumbnail", body = SignedUrl, example = thumbnail_example),
-        (status = 400, description = "Invalid `size`, an unsupported file type, an image over 40 megapixels, a file that cannot be decoded, or a PDF over `thumbnails.pdf_timeout_ms` (a failure is answered again, without rendering, for 10 minutes)", body = ErrorBody),
-        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = ErrorBody),
+        (status = 400, response = inline(ThumbnailRefused)),
+        (status = 401, response = inline(InvalidToken)),
         (status = 404, description = "The value is missing or not visible, or its file is missing from storage", body = ErrorBody),
-        (status = 413, description = "The source file is larger than 25 MB", body = ErrorBody),
-        (status = 503, description = "Too many thumbnails are rendering (`thumbnails_busy`), a query timed out (`query_timeout`) or no database connection came free (`database_busy`); all with `Retry-After`", body = ErrorBody),
+        (status = 413, response = inline(SourceTooLarge)),
+        (status = 503, response = inline(ThumbnailUnavailable)),
     )
 )]
 pub async fn property_thumbnail(

@@ -4,6 +4,7 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 use serde_json::{Value as Json, json};
 
+use super::views::responses::{InvalidToken, ReadUnavailable, TokenRequired, WriteUnavailable};
 use super::views::values::{PropertyValue, property_example};
 use super::views::writes::Deleted;
 use super::{AppState, Caller};
@@ -35,9 +36,9 @@ pub struct ReadQuery {
         (status = 200, description = "The value", body = PropertyValue, example = property_example),
         (status = 302, description = "With `download=true` on a file value: the signed download URL",
          headers(("Location" = String, description = "The download URL, valid 60 seconds"))),
-        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = ErrorBody),
+        (status = 401, response = inline(InvalidToken)),
         (status = 404, description = "No such database, or the value is missing, deleted or not visible to the caller", body = ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn read(
@@ -100,10 +101,10 @@ pub async fn visible_value(
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Property value id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c6")),
     responses(
         (status = 200, description = "Deleted", body = Deleted, example = json!({"deleted": true})),
-        (status = 401, description = "No token, or an unacceptable one", body = ErrorBody),
+        (status = 401, response = inline(TokenRequired)),
         (status = 403, description = "Missing rights, or a value that cannot be deleted", body = ErrorBody),
         (status = 404, description = "No such database, or the value is missing or not visible to the caller", body = ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = ErrorBody),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn delete(

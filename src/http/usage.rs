@@ -2,6 +2,7 @@
 
 use actix_web::{HttpResponse, web};
 
+use super::views::responses::{ReadUnavailable, TokenRequired};
 use super::{AppState, Caller};
 use crate::error::{ApiError, ErrorBody};
 use crate::usage::{UsageObject, usage_example};
@@ -13,10 +14,10 @@ use crate::usage::{UsageObject, usage_example};
     params(("db" = String, Path, description = "Database name", example = "demo")),
     responses(
         (status = 200, description = "The usage object", body = UsageObject, example = usage_example),
-        (status = 401, description = "No token, or an unacceptable one", body = ErrorBody),
+        (status = 401, response = inline(TokenRequired)),
         (status = 403, description = "The token is for other databases only", body = ErrorBody),
         (status = 404, description = "No such database", body = ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn read(state: web::Data<AppState>, caller: Caller, db: web::Path<String>) -> Result<HttpResponse, ApiError> {
