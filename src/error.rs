@@ -285,6 +285,15 @@ mod tests {
     }
 
     #[test]
+    fn an_error_body_is_status_error_and_message_in_that_order() {
+        let body = serde_json::to_string(&ApiError::not_found("Entity not found").body()).unwrap();
+        assert_eq!(
+            body,
+            r#"{"status":404,"error":"not_found","message":"Entity not found"}"#
+        );
+    }
+
+    #[test]
     fn a_503_answers_retry_after() {
         let response = ApiError::database_busy().error_response();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);

@@ -270,6 +270,37 @@ mod tests {
     }
 
     #[test]
+    fn the_usage_object_serializes_in_its_documented_order() {
+        let usage = UsageObject {
+            organization: vec![Organization {
+                language: Some("en".into()),
+                string: None,
+            }],
+            entities: UsageWithLimit {
+                usage: 1,
+                deleted: 2,
+                limit: 3,
+            },
+            properties: UsageDeleted { usage: 4, deleted: 5 },
+            requests: UsageLimit { usage: 6, limit: 7 },
+            tokens: UsageLimit { usage: 0, limit: 8 },
+            files: UsageWithLimit {
+                usage: 9,
+                deleted: 10,
+                limit: 11,
+            },
+            db_size: 12,
+        };
+        assert_eq!(
+            serde_json::to_string(&usage).unwrap(),
+            r#"{"organization":[{"language":"en","string":null}],"entities":{"usage":1,"deleted":2,"limit":3},"#
+                .to_owned()
+                + r#""properties":{"usage":4,"deleted":5},"requests":{"usage":6,"limit":7},"tokens":{"usage":0,"limit":8},"#
+                + r#""files":{"usage":9,"deleted":10,"limit":11},"dbSize":12}"#
+        );
+    }
+
+    #[test]
     fn months_are_utc_calendar_months() {
         let day = NaiveDate::from_ymd_opt(2026, 11, 21).unwrap();
         assert_eq!(month_of(day), NaiveDate::from_ymd_opt(2026, 11, 1).unwrap());

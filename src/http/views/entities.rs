@@ -139,3 +139,22 @@ pub fn history_example() -> Json {
         "count": 1,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_serializes_in_the_order_a_streamed_list_is_written() {
+        let list = EntityList {
+            entities: vec![json!({"_id": "6571f3a4c2b9e8d7f6a5b4c3"})],
+            count: 3,
+            limit: 1,
+            skip: 2,
+        };
+        assert_eq!(
+            serde_json::to_string(&list).unwrap(),
+            r#"{"entities":[{"_id":"6571f3a4c2b9e8d7f6a5b4c3"}],"count":3,"limit":1,"skip":2}"#
+        );
+    }
+}
