@@ -7,12 +7,16 @@ use diesel_async::AsyncPgConnection;
 use futures_util::StreamExt;
 use serde_json::{Value as Json, json};
 
-use super::openapi as doc;
+use super::views::entities::{
+    ENTITY_LIST_DESCRIPTION, EntityList, EntityRead, History, entity_list_example, entity_read_example, history_example,
+};
+use super::views::responses::{InvalidToken, ReadUnavailable, TokenRequired, TooManyValues, WriteUnavailable};
+use super::views::writes::{Aggregated, Deleted, WriteBody, Written, write_body_example, written_example};
 use super::written::written_json;
 use super::{AppState, Caller};
 use crate::db::databases;
 use crate::db::values::{self, EntityRow};
-use crate::error::{ApiError, ErrorCode};
+use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::model::ids::is_valid_id;
 use crate::model::value::parse_body;
 use crate::query::cache::AnswerKey;
@@ -26,7 +30,7 @@ use crate::write::{WriteOp, WriteOutcome};
 /// `GET /api/{db}/entity`: `{"entities":[...],"count":N,"limit":L,"skip":S}`.
 #[utoipa::path(
     get, path = "/api/{db}/entity", operation_id = "list_entities", tag = "entities", summary = "List and query entities",
-    description = doc::ENTITY_LIST_DESCRIPTION,
+    description = ENTITY_LIST_DESCRIPTION,
     security((), ("jwt" = [])),
     params(
         ("db" = String, Path, description = "Database name", example = "demo"),
@@ -39,11 +43,11 @@ use crate::write::{WriteOp, WriteOutcome};
         ("group" = Option<String>, Query, description = "Comma-separated `<property>.<field>`: one row per distinct combination, with the `props` values of its first entity and `_count`; `limit` and `skip` are ignored", example = "author.reference"),
     ),
     responses(
-        (status = 200, description = "A page of entities; `count` counts every match", body = doc::EntityList, example = doc::entity_list_example),
-        (status = 400, description = "`Invalid regex`, `Invalid ID`, or a malformed query string", body = doc::ErrorBody),
-        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
-        (status = 404, description = "No such database", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "A page of entities; `count` counts every match", body = EntityList, example = entity_list_example),
+        (status = 400, description = "`Invalid regex`, `Invalid ID`, or a malformed query string", body = ErrorBody),
+        (status = 401, response = inline(InvalidToken)),
+        (status = 404, description = "No such database", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn list(
@@ -112,12 +116,12 @@ async fn list_answer(
         ListResult::Page { entities, count } => {
             let mut docs: Vec<Json> = entities.into_iter().filter_map(visible).collect();
             view::resolve_references(conn, db, person, &mut docs).await?;
-            json!({
-                "entities": docs,
-                "count": count,
-                "limit": query.limit,
-                "skip": query.skip,
-            })
+            EntityList {
+                entities: docs,
+                count: count.try_into().unwrap_or_default(),
+                limit: query.limit,
+                skip: query.skip,
+            }
         }
         ListResult::Groups { groups } => {
             // Rows carry only the `props` values of the group's first entity:
@@ -143,12 +147,12 @@ async fn list_answer(
                 view::resolve_references(conn, db, person, &mut chunk_rows).await?;
                 rows.append(&mut chunk_rows);
             }
-            json!({
-                "entities": rows,
-                "count": rows.len(),
-                "limit": query.limit,
-                "skip": query.skip,
-            })
+            EntityList {
+                count: rows.len() as u64,
+                entities: rows,
+                limit: query.limit,
+                skip: query.skip,
+            }
         }
     };
     Ok(Bytes::from(serde_json::to_vec(&answer).expect("JSON values serialize")))
@@ -251,10 +255,10 @@ impl StreamedPage {
     security((), ("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
     responses(
-        (status = 200, description = "The entity as the caller may see it", body = doc::EntityRead, example = doc::entity_read_example),
-        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
-        (status = 404, description = "No such database, or the entity is missing, deleted or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "The entity as the caller may see it", body = EntityRead, example = entity_read_example),
+        (status = 401, response = inline(InvalidToken)),
+        (status = 404, description = "No such database, or the entity is missing, deleted or not visible to the caller", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn read(
@@ -269,7 +273,7 @@ pub async fn read(
     let mut docs = [visible_entity(&mut conn, &db, &id, person).await?];
     view::resolve_references(&mut conn, &db, person, &mut docs).await?;
     let [doc] = docs;
-    Ok(HttpResponse::Ok().json(json!({ "entity": doc })))
+    Ok(HttpResponse::Ok().json(EntityRead { entity: doc }))
 }
 
 /// A live entity's document as the caller's view shows it; 404 for anything
@@ -296,15 +300,15 @@ pub async fn visible_entity(
     description = "The body's values must include `_type`, a reference to an entity type. With `_parent` the caller needs `_expander` on that parent. File values (`filename`, `filesize`, `filetype`) come back with `upload`: PUT the content there within 60 seconds with exactly the given headers. `counter` in place of a value takes the next number of the property name's sequence.",
     security(("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo")),
-    request_body(content = doc::WriteBody, description = "An array of values (or one value alone)", example = doc::write_body_example),
+    request_body(content = WriteBody, description = "An array of values (or one value alone)", example = write_body_example),
     responses(
-        (status = 201, description = "The new entity's id and its values", body = doc::Written, example = doc::written_example),
-        (status = 400, description = "Malformed body, no `_type`, a bad language code, or an `_id` that is not a live value of this property", body = doc::ErrorBody),
-        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
-        (status = 403, description = "The token is for other databases only, or no `_expander` on `_parent`", body = doc::ErrorBody),
-        (status = 404, description = "No such database", body = doc::ErrorBody),
-        (status = 413, description = "The body is larger than `http.json_body_limit_bytes`, or holds more than `limits.max_values_per_write` values or more than 10 `service_api_key` values (`too_many_values`)", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 201, description = "The new entity's id and its values", body = Written, example = written_example),
+        (status = 400, description = "Malformed body, no `_type`, a bad language code, or an `_id` that is not a live value of this property", body = ErrorBody),
+        (status = 401, response = inline(TokenRequired)),
+        (status = 403, description = "The token is for other databases only, or no `_expander` on `_parent`", body = ErrorBody),
+        (status = 404, description = "No such database", body = ErrorBody),
+        (status = 413, response = inline(TooManyValues)),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn create(
@@ -326,15 +330,15 @@ pub async fn create(
     description = "Each value is added next to the existing ones; a value with `_id` overwrites that value (soft-deleted, the new one gets a new id). `_sharing` and `_inheritrights` hold one value: a new one replaces the live one, and a write holds at most one of each. Overwriting `_parent` needs `_expander` on the old parent too. File values come back with `upload`.",
     security(("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
-    request_body(content = doc::WriteBody, description = "An array of values (or one value alone)", example = doc::write_body_example),
+    request_body(content = WriteBody, description = "An array of values (or one value alone)", example = write_body_example),
     responses(
-        (status = 200, description = "The entity's id and the values written", body = doc::Written, example = doc::written_example),
-        (status = 400, description = "Malformed body, a bad language code, `No email`, or an `_id` that is not a live value of this property", body = doc::ErrorBody),
-        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
-        (status = 403, description = "The caller sees the entity but lacks the right", body = doc::ErrorBody),
-        (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = doc::ErrorBody),
-        (status = 413, description = "The body is larger than `http.json_body_limit_bytes`, or holds more than `limits.max_values_per_write` values or more than 10 `service_api_key` values (`too_many_values`)", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "The entity's id and the values written", body = Written, example = written_example),
+        (status = 400, description = "Malformed body, a bad language code, `No email`, or an `_id` that is not a live value of this property", body = ErrorBody),
+        (status = 401, response = inline(TokenRequired)),
+        (status = 403, description = "The caller sees the entity but lacks the right", body = ErrorBody),
+        (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = ErrorBody),
+        (status = 413, response = inline(TooManyValues)),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn add_values(
@@ -359,11 +363,11 @@ pub async fn add_values(
     security(("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
     responses(
-        (status = 200, description = "Deleted", body = doc::Deleted, example = json!({"deleted": true})),
-        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
-        (status = 403, description = "The caller is not an owner", body = doc::ErrorBody),
-        (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "Deleted", body = Deleted, example = json!({"deleted": true})),
+        (status = 401, response = inline(TokenRequired)),
+        (status = 403, description = "The caller is not an owner", body = ErrorBody),
+        (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = ErrorBody),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn delete(
@@ -386,11 +390,11 @@ pub async fn delete(
     security(("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
     responses(
-        (status = 200, description = "How many entities were re-computed", body = doc::Aggregated, example = json!({"_id": "6571f3a4c2b9e8d7f6a5b4c3", "queued": 2})),
-        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
-        (status = 403, description = "The caller is not an editor", body = doc::ErrorBody),
-        (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "How many entities were re-computed", body = Aggregated, example = json!({"_id": "6571f3a4c2b9e8d7f6a5b4c3", "queued": 2})),
+        (status = 401, response = inline(TokenRequired)),
+        (status = 403, description = "The caller is not an editor", body = ErrorBody),
+        (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = ErrorBody),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn aggregate(
@@ -431,11 +435,11 @@ const MAX_HISTORY_PAGE: usize = 1000;
         ("skip" = Option<String>, Query, description = "Changes to skip; default 0", example = "0"),
     ),
     responses(
-        (status = 200, description = "A page of changes", body = doc::History, example = doc::history_example),
-        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
-        (status = 403, description = "The caller sees the entity only through its sharing", body = doc::ErrorBody),
-        (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "A page of changes", body = History, example = history_example),
+        (status = 401, response = inline(TokenRequired)),
+        (status = 403, description = "The caller sees the entity only through its sharing", body = ErrorBody),
+        (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn history(
@@ -467,6 +471,8 @@ pub async fn history(
         .min(MAX_HISTORY_PAGE);
     let skip = number(&paging.skip).unwrap_or(0);
     let count = changes.len();
-    let page: Vec<Json> = changes.into_iter().skip(skip).take(limit).collect();
-    Ok(HttpResponse::Ok().json(json!({"changes": page, "count": count})))
+    Ok(HttpResponse::Ok().json(History {
+        changes: changes.into_iter().skip(skip).take(limit).collect(),
+        count: count as u64,
+    }))
 }

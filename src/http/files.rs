@@ -10,11 +10,12 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value as Json, json};
 
-use super::openapi as doc;
+use super::views::files::{FileContent, SignedUrl, thumbnail_example};
+use super::views::responses::{InvalidToken, SourceTooLarge, ThumbnailRefused, ThumbnailUnavailable};
 use super::{AppState, Caller, entity, property};
 use crate::config::Settings;
 use crate::db::values::ValueRow;
-use crate::error::{ApiError, ErrorCode};
+use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::storage::local::{LocalStore, Refusal, Signed};
 use crate::storage::thumbnail::{self, ThumbnailError};
 use crate::storage::thumbnailer::{Thumbnailer, ThumbnailerConfig};
@@ -103,7 +104,7 @@ impl Files {
             content_disposition: None,
         };
         let url = self.store.presign_get(&key, &download).await?;
-        Ok(HttpResponse::Ok().json(json!({ "url": url })))
+        Ok(HttpResponse::Ok().json(SignedUrl { url }))
     }
 }
 
@@ -118,12 +119,12 @@ fn invalid_key(db: &str) -> ApiError {
     security((), ("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3"), ("size" = u32, Path, description = "Side of the square thumbnail in pixels: 50, 200 or 400", example = 200)),
     responses(
-        (status = 200, description = "Where to get the thumbnail", body = doc::SignedUrl, example = doc::thumbnail_example),
-        (status = 400, description = "Invalid `size`, an unsupported file type, an image over 40 megapixels, a file that cannot be decoded, or a PDF over `thumbnails.pdf_timeout_ms` (a failure is answered again, without rendering, for 10 minutes)", body = doc::ErrorBody),
-        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
-        (status = 404, description = "The entity is missing or not visible, has no `photo`, or its file is missing from storage", body = doc::ErrorBody),
-        (status = 413, description = "The source file is larger than 25 MB", body = doc::ErrorBody),
-        (status = 503, description = "Too many thumbnails are rendering (`thumbnails_busy`), a query timed out (`query_timeout`) or no database connection came free (`database_busy`); all with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "Where to get the thumbnail", body = SignedUrl, example = thumbnail_example),
+        (status = 400, response = inline(ThumbnailRefused)),
+        (status = 401, response = inline(InvalidToken)),
+        (status = 404, description = "The entity is missing or not visible, has no `photo`, or its file is missing from storage", body = ErrorBody),
+        (status = 413, response = inline(SourceTooLarge)),
+        (status = 503, response = inline(ThumbnailUnavailable)),
     )
 )]
 pub async fn entity_thumbnail(
@@ -162,12 +163,12 @@ pub async fn entity_thumbnail(
     security((), ("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Property value id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c6"), ("size" = u32, Path, description = "Side of the square thumbnail in pixels: 50, 200 or 400", example = 200)),
     responses(
-        (status = 200, description = "Where to get the thumbnail", body = doc::SignedUrl, example = doc::thumbnail_example),
-        (status = 400, description = "Invalid `size`, an unsupported file type, an image over 40 megapixels, a file that cannot be decoded, or a PDF over `thumbnails.pdf_timeout_ms` (a failure is answered again, without rendering, for 10 minutes)", body = doc::ErrorBody),
-        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
-        (status = 404, description = "The value is missing or not visible, or its file is missing from storage", body = doc::ErrorBody),
-        (status = 413, description = "The source file is larger than 25 MB", body = doc::ErrorBody),
-        (status = 503, description = "Too many thumbnails are rendering (`thumbnails_busy`), a query timed out (`query_timeout`) or no database connection came free (`database_busy`); all with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "Where to get the thumbnail", body = SignedUrl, example = thumbnail_example),
+        (status = 400, response = inline(ThumbnailRefused)),
+        (status = 401, response = inline(InvalidToken)),
+        (status = 404, description = "The value is missing or not visible, or its file is missing from storage", body = ErrorBody),
+        (status = 413, response = inline(SourceTooLarge)),
+        (status = 503, response = inline(ThumbnailUnavailable)),
     )
 )]
 pub async fn property_thumbnail(
@@ -231,12 +232,12 @@ fn refused(refusal: Refusal) -> ApiError {
         ("length" = Option<u64>, Query, description = "The signed `Content-Length`"),
         ("disposition" = Option<String>, Query, description = "The signed `Content-Disposition`"),
         ("signature" = String, Query, description = "HMAC of the rest")),
-    request_body(content = inline(doc::FileContent), content_type = "application/octet-stream", description = "The file's content"),
+    request_body(content = inline(FileContent), content_type = "application/octet-stream", description = "The file's content"),
     responses(
         (status = 200, description = "Stored"),
-        (status = 400, description = "The upload failed", body = doc::ErrorBody),
-        (status = 403, description = "Expired or altered URL, or `Content-Type` or `Content-Length` other than the signed ones", body = doc::ErrorBody),
-        (status = 404, description = "Files are not stored locally", body = doc::ErrorBody),
+        (status = 400, description = "The upload failed", body = ErrorBody),
+        (status = 403, description = "Expired or altered URL, or `Content-Type` or `Content-Length` other than the signed ones", body = ErrorBody),
+        (status = 404, description = "Files are not stored locally", body = ErrorBody),
     )
 )]
 pub async fn storage_put(
@@ -276,9 +277,9 @@ pub async fn storage_put(
         ("disposition" = Option<String>, Query, description = "The signed `Content-Disposition`"),
         ("signature" = String, Query, description = "HMAC of the rest")),
     responses(
-        (status = 200, description = "The content, with the signed content type and disposition, `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox`", content_type = "application/octet-stream", body = inline(doc::FileContent)),
-        (status = 403, description = "Expired or altered URL", body = doc::ErrorBody),
-        (status = 404, description = "Files are not stored locally, or the file is missing", body = doc::ErrorBody),
+        (status = 200, description = "The content, with the signed content type and disposition, `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox`", content_type = "application/octet-stream", body = inline(FileContent)),
+        (status = 403, description = "Expired or altered URL", body = ErrorBody),
+        (status = 404, description = "Files are not stored locally, or the file is missing", body = ErrorBody),
     )
 )]
 pub async fn storage_get(

@@ -9,6 +9,7 @@ pub mod middleware;
 pub mod openapi;
 pub mod property;
 pub mod usage;
+pub mod views;
 mod written;
 
 use std::net::IpAddr;

@@ -4,9 +4,11 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 use serde_json::{Value as Json, json};
 
-use super::openapi as doc;
+use super::views::responses::{InvalidToken, ReadUnavailable, TokenRequired, WriteUnavailable};
+use super::views::values::{PropertyValue, property_example};
+use super::views::writes::Deleted;
 use super::{AppState, Caller};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use diesel_async::AsyncPgConnection;
 
 use crate::db::values::{self, ValueRow};
@@ -31,12 +33,12 @@ pub struct ReadQuery {
         ("download" = Option<String>, Query, description = "`true`: redirect to the file's download URL", example = "true"),
     ),
     responses(
-        (status = 200, description = "The value", body = doc::PropertyValue, example = doc::property_example),
+        (status = 200, description = "The value", body = PropertyValue, example = property_example),
         (status = 302, description = "With `download=true` on a file value: the signed download URL",
          headers(("Location" = String, description = "The download URL, valid 60 seconds"))),
-        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
-        (status = 404, description = "No such database, or the value is missing, deleted or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 401, response = inline(InvalidToken)),
+        (status = 404, description = "No such database, or the value is missing, deleted or not visible to the caller", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn read(
@@ -98,11 +100,11 @@ pub async fn visible_value(
     security(("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Property value id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c6")),
     responses(
-        (status = 200, description = "Deleted", body = doc::Deleted, example = json!({"deleted": true})),
-        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
-        (status = 403, description = "Missing rights, or a value that cannot be deleted", body = doc::ErrorBody),
-        (status = 404, description = "No such database, or the value is missing or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "Deleted", body = Deleted, example = json!({"deleted": true})),
+        (status = 401, response = inline(TokenRequired)),
+        (status = 403, description = "Missing rights, or a value that cannot be deleted", body = ErrorBody),
+        (status = 404, description = "No such database, or the value is missing or not visible to the caller", body = ErrorBody),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn delete(
