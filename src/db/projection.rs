@@ -14,6 +14,7 @@ use crate::db::schema::{entities, property_values};
 use crate::db::values::{self, EntityRow, ValueRow};
 use crate::db::{formula_queue, formulas};
 use crate::model::definition::PropertyDefinition;
+use crate::model::json::number_json;
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
 use crate::rights::{Audience, RightsLists, Sharing};
 use crate::view;
@@ -197,7 +198,7 @@ fn search_text(row: &ValueRow) -> Option<String> {
         return Some(text.clone());
     }
     if let Some(number) = row.number {
-        return Some(view::number_json(number).to_string());
+        return Some(number_json(number).to_string());
     }
     if let Some(date) = row.date {
         return Some(date.format("%Y-%m-%d").to_string());

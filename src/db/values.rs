@@ -5,6 +5,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::schema::{entities, property_values};
+use crate::model::json::number_json;
 use crate::rights::{Audience, RightsLists, Sharing, ViewLevel};
 
 /// One stored value, without its credential columns.
@@ -472,9 +473,6 @@ pub async fn largest_number(conn: &mut AsyncPgConnection, db: &str, prop: &str) 
         .optional()?;
     Ok(found.and_then(|(string, number)| {
         let number = number?;
-        Some((
-            string.unwrap_or_else(|| crate::view::number_json(number).to_string()),
-            number,
-        ))
+        Some((string.unwrap_or_else(|| number_json(number).to_string()), number))
     }))
 }

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value as Json};
 
-use super::{format_datetime, stored_value_json};
+use super::stored_value_json;
 use crate::db::values::ValueRow;
+use crate::model::json::format_datetime;
 
 /// The changes of an entity, newest first. Values of one property added and
 /// deleted at the same moment by the same author form one change (an

@@ -3,12 +3,12 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use chrono::{DateTime, NaiveDate, Utc};
 use diesel::QueryResult;
 use diesel_async::AsyncPgConnection;
 use serde_json::{Map, Value as Json, json};
 
 use crate::db::values::{self, EntityRow, Target, ValueRow};
+use crate::model::json::{format_date, format_datetime, number_json};
 use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
 use crate::rights::ViewLevel;
 
@@ -36,26 +36,6 @@ pub fn visible_doc(entity: EntityRow, level: ViewLevel) -> Json {
         object.retain(|prop, _| prop == "_id" || shows(&entity, level, prop));
     }
     doc
-}
-
-/// A `date` value: midnight UTC, `YYYY-MM-DDT00:00:00.000Z`.
-pub fn format_date(date: NaiveDate) -> String {
-    format!("{}T00:00:00.000Z", date.format("%Y-%m-%d"))
-}
-
-/// A `datetime` value: RFC 3339 UTC with milliseconds.
-pub fn format_datetime(at: DateTime<Utc>) -> String {
-    at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
-}
-
-/// Whole numbers are written without a fraction, as clients of the original expect.
-pub fn number_json(number: f64) -> Json {
-    const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0; // 2^53
-    if number.fract() == 0.0 && number.abs() < EXACT_INTEGERS {
-        Json::from(number as i64)
-    } else {
-        serde_json::Number::from_f64(number).map_or(Json::Null, Json::Number)
-    }
 }
 
 /// A stored value as it appears inside an entity: `_id` and its fields.
