@@ -16,15 +16,15 @@ use crate::auth::api_key::{self, GeneratedKey};
 use crate::db::Pool;
 use crate::db::formula_queue;
 use crate::db::projection::{self, NewEntity, TypeCache, TypeInfo};
-use crate::db::values::{self, EntityRow, NewValue, ValueRow};
+use crate::db::values::{self, EntityRow, NewValue};
 use crate::error::ApiError;
 use crate::model::counter;
 use crate::model::definition::{SystemProperty, is_billing_property};
 use crate::model::ids::new_id;
+use crate::model::stored::ValueRow;
 use crate::model::value::{Value, ValueInput};
 use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
 use crate::rights::{Right, RightsLists, Sharing, can_read, has_right};
-use crate::view;
 
 /// One write, on behalf of `actor` (a person of database `db`).
 #[derive(Debug, Clone)]
@@ -815,7 +815,7 @@ fn new_row(target: &Target<'_>, prop: &str, value: &Value, language: Option<Stri
 fn response_values(rows: &[NewValue], plain_keys: &HashMap<String, String>) -> Vec<Json> {
     rows.iter()
         .map(|row| {
-            let mut value = view::stored_value_json(&ValueRow::from(row));
+            let mut value = ValueRow::from(row).stored_json();
             value.insert("type".into(), Json::String(row.prop.clone()));
             if let Some(plain) = plain_keys.get(&row.id) {
                 value.insert("string".into(), Json::String(plain.clone()));

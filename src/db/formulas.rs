@@ -13,10 +13,10 @@ use diesel::sql_types::{Array, Jsonb, Nullable, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
-use crate::db::values::ValueRow;
 use crate::formula::{FieldRef, Formula, FormulaValue};
 use crate::model::PROPERTY_TYPE;
 use crate::model::definition::PropertyDefinition;
+use crate::model::stored::ValueRow;
 use crate::rights::{Audience, RightsLists, Sharing};
 use crate::view;
 
@@ -91,7 +91,7 @@ pub async fn evaluate(
                     None => rows
                         .iter()
                         .filter(|row| &row.prop == own)
-                        .filter_map(|row| FormulaValue::from_value_json(&Json::Object(view::stored_value_json(row))))
+                        .filter_map(|row| FormulaValue::from_value_json(&Json::Object(row.stored_json())))
                         .collect(),
                 },
                 FieldRef::Child { entity_type, prop } => {

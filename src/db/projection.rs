@@ -11,10 +11,11 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::{Map, Value as Json};
 
 use crate::db::schema::{entities, property_values};
-use crate::db::values::{self, EntityRow, ValueRow};
+use crate::db::values::{self, EntityRow};
 use crate::db::{formula_queue, formulas};
 use crate::model::definition::PropertyDefinition;
 use crate::model::json::number_json;
+use crate::model::stored::ValueRow;
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
 use crate::rights::{Audience, RightsLists, Sharing};
 use crate::view;
@@ -78,7 +79,7 @@ impl Projection {
         for row in rows {
             let list = doc.entry(row.prop.clone()).or_insert_with(|| Json::Array(Vec::new()));
             if let Json::Array(items) = list {
-                items.push(Json::Object(view::stored_value_json(row)));
+                items.push(Json::Object(row.stored_json()));
             }
             let reference = row.reference.clone();
             match (row.prop.as_str(), reference) {

@@ -6,30 +6,8 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::schema::{entities, property_values};
 use crate::model::json::number_json;
+use crate::model::stored::ValueRow;
 use crate::rights::{Audience, RightsLists, Sharing, ViewLevel};
-
-/// One stored value, without its credential columns.
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = property_values)]
-pub struct ValueRow {
-    pub id: String,
-    pub entity_id: String,
-    pub prop: String,
-    pub string: Option<String>,
-    pub number: Option<f64>,
-    pub boolean: Option<bool>,
-    pub date: Option<NaiveDate>,
-    pub datetime: Option<DateTime<Utc>>,
-    pub reference: Option<String>,
-    pub filename: Option<String>,
-    pub filesize: Option<i64>,
-    pub filetype: Option<String>,
-    pub language: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub created_by: Option<String>,
-    pub deleted_at: Option<DateTime<Utc>>,
-    pub deleted_by: Option<String>,
-}
 
 /// A value to insert.
 #[derive(Debug, Clone, Default, Insertable)]
@@ -348,30 +326,6 @@ pub async fn soft_delete_entity(
         .set((entities::deleted_at.eq(at), entities::deleted_by.eq(by)))
         .execute(conn)
         .await
-}
-
-impl From<&NewValue> for ValueRow {
-    fn from(new: &NewValue) -> ValueRow {
-        ValueRow {
-            id: new.id.clone(),
-            entity_id: new.entity_id.clone(),
-            prop: new.prop.clone(),
-            string: new.string.clone(),
-            number: new.number,
-            boolean: new.boolean,
-            date: new.date,
-            datetime: new.datetime,
-            reference: new.reference.clone(),
-            filename: new.filename.clone(),
-            filesize: new.filesize,
-            filetype: new.filetype.clone(),
-            language: new.language.clone(),
-            created_at: new.created_at,
-            created_by: new.created_by.clone(),
-            deleted_at: None,
-            deleted_by: None,
-        }
-    }
 }
 
 /// A live API key whose lookup digest matched.

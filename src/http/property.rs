@@ -9,8 +9,9 @@ use super::{AppState, Caller};
 use crate::error::ApiError;
 use diesel_async::AsyncPgConnection;
 
-use crate::db::values::{self, ValueRow};
+use crate::db::values;
 use crate::model::ids::is_valid_id;
+use crate::model::stored::ValueRow;
 use crate::rights::view_level;
 use crate::view;
 use crate::write::WriteOp;
@@ -51,7 +52,7 @@ pub async fn read(
     let person = caller.person_in(&db);
     let value = visible_value(&mut conn, &db, &id, person).await?;
     // References resolve inside an entity document; wrap the value in one.
-    let mut docs = [json!({ value.prop.clone(): [view::property_json(&value)] })];
+    let mut docs = [json!({ value.prop.clone(): [value.property_json()] })];
     view::resolve_references(&mut conn, &db, person, &mut docs).await?;
     let [mut doc] = docs;
     let mut resolved = doc[&value.prop][0].take();

@@ -5,11 +5,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use diesel::QueryResult;
 use diesel_async::AsyncPgConnection;
-use serde_json::{Map, Value as Json, json};
+use serde_json::Value as Json;
 
-use crate::db::values::{self, EntityRow, Target, ValueRow};
-use crate::model::json::{format_date, format_datetime, number_json};
-use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
+use crate::db::values::{self, EntityRow, Target};
 use crate::rights::ViewLevel;
 
 pub mod history;
@@ -36,51 +34,6 @@ pub fn visible_doc(entity: EntityRow, level: ViewLevel) -> Json {
         object.retain(|prop, _| prop == "_id" || shows(&entity, level, prop));
     }
     doc
-}
-
-/// A stored value as it appears inside an entity: `_id` and its fields.
-pub fn stored_value_json(row: &ValueRow) -> Map<String, Json> {
-    let mut value = Map::new();
-    value.insert("_id".into(), Json::String(row.id.clone()));
-    if row.prop == API_KEY_PROPERTY {
-        value.insert("string".into(), Json::String("***".into()));
-        return value;
-    }
-    if row.prop == LOGIN_PROPERTY {
-        // A login method shows only its e-mail or device name; the login
-        // fields the service matches at sign-in never leave it.
-        if let Some(shown) = &row.string {
-            value.insert("string".into(), Json::String(shown.clone()));
-        }
-        return value;
-    }
-    let mut put = |field: &str, json: Option<Json>| {
-        if let Some(json) = json {
-            value.insert(field.into(), json);
-        }
-    };
-    put("string", row.string.clone().map(Json::String));
-    put("number", row.number.map(number_json));
-    put("boolean", row.boolean.map(Json::Bool));
-    put("date", row.date.map(|d| Json::String(format_date(d))));
-    put("datetime", row.datetime.map(|d| Json::String(format_datetime(d))));
-    put("reference", row.reference.clone().map(Json::String));
-    put("filename", row.filename.clone().map(Json::String));
-    put("filesize", row.filesize.map(Json::from));
-    put("filetype", row.filetype.clone().map(Json::String));
-    put("language", row.language.clone().map(Json::String));
-    value
-}
-
-/// A value read on its own (`GET /api/{db}/property/{_id}`): with `type` and `created`.
-pub fn property_json(row: &ValueRow) -> Json {
-    let mut value = stored_value_json(row);
-    value.insert("type".into(), Json::String(row.prop.clone()));
-    value.insert(
-        "created".into(),
-        json!({"at": format_datetime(row.created_at), "by": row.created_by}),
-    );
-    Json::Object(value)
 }
 
 /// Adds `string` (the target's name), `entity_type` (the target's type name)
