@@ -17,8 +17,7 @@ use crate::formula::{FieldRef, Formula, FormulaValue};
 use crate::model::PROPERTY_TYPE;
 use crate::model::definition::PropertyDefinition;
 use crate::model::stored::ValueRow;
-use crate::rights::{Audience, RightsLists, Sharing};
-use crate::view;
+use crate::rights::{Audience, RightsLists, Sharing, Visibility};
 
 /// A related entity: its document and what decides who may read its values.
 #[derive(QueryableByName)]
@@ -42,18 +41,17 @@ struct Related {
 impl Related {
     /// Who may read its values of `prop` (`_id`: the entity itself).
     fn audience(&self, prop: &str) -> Audience {
-        let always = prop == "_id" || view::ALWAYS_SHOWN.contains(&prop);
-        let lists = RightsLists {
-            viewers: self.viewers.iter().cloned().collect(),
-            noaccess: self.noaccess.iter().cloned().collect(),
-            ..RightsLists::default()
+        let visibility = Visibility {
+            sharing: Sharing::parse(&self.sharing).unwrap_or(Sharing::Private),
+            lists: RightsLists {
+                viewers: self.viewers.iter().cloned().collect(),
+                noaccess: self.noaccess.iter().cloned().collect(),
+                ..RightsLists::default()
+            },
+            public_props: &self.public_props,
+            domain_props: &self.domain_props,
         };
-        Audience::of(
-            Sharing::parse(&self.sharing).unwrap_or(Sharing::Private),
-            &lists,
-            always || self.public_props.iter().any(|p| p == prop),
-            always || self.domain_props.iter().any(|p| p == prop),
-        )
+        visibility.audience(prop)
     }
 }
 

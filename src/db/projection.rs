@@ -17,8 +17,7 @@ use crate::model::definition::PropertyDefinition;
 use crate::model::json::number_json;
 use crate::model::stored::ValueRow;
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
-use crate::rights::{Audience, RightsLists, Sharing};
-use crate::view;
+use crate::rights::{ALWAYS_SHOWN, Audience, RightsLists, Sharing, Visibility};
 
 /// What the projection needs besides the entity's own values.
 #[derive(Debug, Clone, Default)]
@@ -115,7 +114,7 @@ impl Projection {
     /// capped by the type's; `_type`, `_parent` and `_sharing` everywhere;
     /// a property without a definition only to viewers.
     fn prop_sharing(context: &ProjectionContext, prop: &str) -> Sharing {
-        if view::ALWAYS_SHOWN.contains(&prop) {
+        if ALWAYS_SHOWN.contains(&prop) {
             return Sharing::Public;
         }
         match context.definitions.get(prop) {
@@ -656,14 +655,13 @@ async fn project_one(
     );
     let rights = previous.as_ref().map(EntityRow::lists).as_ref() != Some(&lists);
     let name = previous.as_ref().is_some_and(|row| {
-        row.name != projection.name
-            || name_audience(row.sharing(), &row.lists(), &row.public_props, &row.domain_props)
-                != name_audience(
-                    projection.sharing,
-                    &lists,
-                    &projection.public_props,
-                    &projection.domain_props,
-                )
+        let now_visible = Visibility {
+            sharing: projection.sharing,
+            lists: lists.clone(),
+            public_props: &projection.public_props,
+            domain_props: &projection.domain_props,
+        };
+        row.name != projection.name || row.visibility().audience("name") != now_visible.audience("name")
     });
     let narrowed = previous.as_ref().is_some_and(|row| narrows(row, &projection, &lists));
     // a new entity has no referrers: only what it names can depend on it
@@ -680,12 +678,6 @@ async fn project_one(
         narrowed,
         types_to_reproject,
     })
-}
-
-/// Who may read an entity's name.
-fn name_audience(sharing: Sharing, lists: &RightsLists, public_props: &[String], domain_props: &[String]) -> Audience {
-    let shows = |props: &[String]| props.iter().any(|prop| prop == "name");
-    Audience::of(sharing, lists, shows(public_props), shows(domain_props))
 }
 
 /// Whether the new projection lets fewer read the entity, or some of its
@@ -792,7 +784,7 @@ async fn context_for(
             .await?
             .into_iter()
             .filter_map(|target| {
-                let readers = target.name_audience();
+                let readers = target.visibility().audience("name");
                 Some((target.id, (target.name?, readers)))
             })
             .collect()

@@ -7,7 +7,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use crate::db::schema::{entities, property_values};
 use crate::model::json::number_json;
 use crate::model::stored::ValueRow;
-use crate::rights::{Audience, RightsLists, Sharing, ViewLevel};
+use crate::rights::{RightsLists, Sharing, Visibility};
 
 /// A value to insert.
 #[derive(Debug, Clone, Default, Insertable)]
@@ -66,6 +66,16 @@ impl EntityRow {
             expanders: set(&self.expanders),
             viewers: set(&self.viewers),
             noaccess: set(&self.noaccess),
+        }
+    }
+
+    /// Who sees the entity, and which of its properties.
+    pub fn visibility(&self) -> Visibility<'_> {
+        Visibility {
+            sharing: self.sharing(),
+            lists: self.lists(),
+            public_props: &self.public_props,
+            domain_props: &self.domain_props,
         }
     }
 }
@@ -228,46 +238,18 @@ pub struct Target {
 }
 
 impl Target {
-    fn sharing(&self) -> Sharing {
-        Sharing::parse(&self.sharing).unwrap_or(Sharing::Private)
-    }
-
-    fn lists(&self) -> RightsLists {
-        RightsLists {
-            viewers: self.viewers.iter().cloned().collect(),
-            noaccess: self.noaccess.iter().cloned().collect(),
-            ..RightsLists::default()
+    /// Who sees the entity, and which of its properties (its name among them).
+    pub fn visibility(&self) -> Visibility<'_> {
+        Visibility {
+            sharing: Sharing::parse(&self.sharing).unwrap_or(Sharing::Private),
+            lists: RightsLists {
+                viewers: self.viewers.iter().cloned().collect(),
+                noaccess: self.noaccess.iter().cloned().collect(),
+                ..RightsLists::default()
+            },
+            public_props: &self.public_props,
+            domain_props: &self.domain_props,
         }
-    }
-
-    fn shows_name(&self, level: ViewLevel) -> bool {
-        match level {
-            ViewLevel::Full => true,
-            ViewLevel::Domain => self.domain_props.iter().any(|prop| prop == "name"),
-            ViewLevel::Public => self.public_props.iter().any(|prop| prop == "name"),
-        }
-    }
-
-    /// The name as `person`'s own view of the entity shows it: none when
-    /// that view hides the entity or its `name`.
-    pub fn name_for(&self, person: Option<&str>) -> Option<&str> {
-        let level = crate::rights::view_level(self.sharing(), &self.lists(), person)?;
-        self.shows_name(level).then_some(self.name.as_deref()).flatten()
-    }
-
-    /// Whether `person` may read the entity at all.
-    pub fn readable_by(&self, person: Option<&str>) -> bool {
-        crate::rights::can_read(self.sharing(), &self.lists(), person)
-    }
-
-    /// Who may read the entity's name.
-    pub fn name_audience(&self) -> Audience {
-        Audience::of(
-            self.sharing(),
-            &self.lists(),
-            self.shows_name(ViewLevel::Public),
-            self.shows_name(ViewLevel::Domain),
-        )
     }
 }
 

@@ -11,7 +11,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value as Json, json};
 
 use super::openapi as doc;
-use super::{AppState, Caller, entity, property};
+use super::{AppState, Caller};
 use crate::actors::thumbnailer::{Thumbnailer, ThumbnailerConfig};
 use crate::config::Settings;
 use crate::error::ApiError;
@@ -19,6 +19,7 @@ use crate::model::stored::ValueRow;
 use crate::storage::local::{LocalStore, Refusal, Signed};
 use crate::storage::{self, Download, ObjectKey, ObjectStore, Upload, content_disposition, download_disposition};
 use crate::thumbnail::{self, ThumbnailError};
+use crate::view::access;
 use crate::write::WriteOutcome;
 
 /// Object storage and the thumbnail pool.
@@ -147,7 +148,7 @@ pub async fn entity_thumbnail(
     let size = thumbnail::parse_size(&size)?;
     let entity = {
         let mut conn = state.pool.get().await?;
-        entity::visible_entity(&mut conn, &db, &id, caller.person_in(&db)).await?
+        access::entity_doc(&mut conn, &db, &id, caller.person_in(&db)).await?
     };
     let photo = entity
         .get("photo")
@@ -191,7 +192,7 @@ pub async fn property_thumbnail(
     let size = thumbnail::parse_size(&size)?;
     let value = {
         let mut conn = state.pool.get().await?;
-        property::visible_value(&mut conn, &db, &id, caller.person_in(&db)).await?
+        access::shown_value(&mut conn, &db, &id, caller.person_in(&db)).await?
     };
     if value.filename.is_none() {
         return Err(ThumbnailError::Unsupported.into());

@@ -10,30 +10,21 @@ use serde_json::Value as Json;
 use crate::db::values::{self, EntityRow, Target};
 use crate::rights::ViewLevel;
 
+pub mod access;
 pub mod history;
 
-/// System properties every view of an entity shows.
-pub const ALWAYS_SHOWN: [&str; 3] = ["_type", "_parent", "_sharing"];
-
-/// Whether property `prop` of an entity shows in the given view of it.
-pub fn shows(entity: &EntityRow, level: ViewLevel, prop: &str) -> bool {
-    match level {
-        ViewLevel::Full => true,
-        ViewLevel::Domain => ALWAYS_SHOWN.contains(&prop) || entity.domain_props.iter().any(|p| p == prop),
-        ViewLevel::Public => ALWAYS_SHOWN.contains(&prop) || entity.public_props.iter().any(|p| p == prop),
+/// The entity document as `person`'s view (`None`: anonymous) shows it;
+/// `None` when they see nothing of it.
+pub fn visible_doc(mut entity: EntityRow, person: Option<&str>) -> Option<Json> {
+    let mut doc = std::mem::take(&mut entity.doc);
+    let visibility = entity.visibility();
+    let level = visibility.view_level(person)?;
+    if level != ViewLevel::Full
+        && let Some(object) = doc.as_object_mut()
+    {
+        object.retain(|prop, _| visibility.shows(level, prop));
     }
-}
-
-/// The entity document as the given view shows it.
-pub fn visible_doc(entity: EntityRow, level: ViewLevel) -> Json {
-    if level == ViewLevel::Full {
-        return entity.doc;
-    }
-    let mut doc = entity.doc.clone();
-    if let Some(object) = doc.as_object_mut() {
-        object.retain(|prop, _| prop == "_id" || shows(&entity, level, prop));
-    }
-    doc
+    Some(doc)
 }
 
 /// Adds `string` (the target's name), `entity_type` (the target's type name)
@@ -79,16 +70,17 @@ pub async fn resolve_references(
                 };
                 if let Some(target) = found.get(target) {
                     let is_type = prop == "_type";
-                    let name = if is_type {
+                    let visibility = target.visibility();
+                    let name = if is_type || visibility.shows_to(person, "name") {
                         target.name.as_deref()
                     } else {
-                        target.name_for(person)
+                        None
                     };
                     if let Some(name) = name {
                         value.insert("string".into(), Json::String(name.to_owned()));
                     }
                     if let Some(type_name) = &target.type_name
-                        && (is_type || target.readable_by(person))
+                        && (is_type || visibility.view_level(person).is_some())
                     {
                         value.insert("entity_type".into(), Json::String(type_name.clone()));
                     }
