@@ -4,6 +4,7 @@ pub mod counter;
 pub mod definition;
 pub mod ids;
 pub mod json;
+pub mod projection;
 pub mod stored;
 pub mod value;
 
