@@ -266,35 +266,6 @@ pub async fn targets(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> 
     .await
 }
 
-/// Property definitions of an entity type: `(name, projection)` of every live
-/// entity of type `property` whose `_parent` is the type.
-pub async fn definitions_of_type(
-    conn: &mut AsyncPgConnection,
-    db: &str,
-    type_id: &str,
-) -> QueryResult<Vec<(Option<String>, serde_json::Value)>> {
-    let (definition, kind) = diesel::alias!(entities as definition, entities as kind);
-    definition
-        .inner_join(
-            kind.on(kind.field(entities::db).eq(definition.field(entities::db)).and(
-                kind.field(entities::id)
-                    .nullable()
-                    .eq(definition.field(entities::type_id)),
-            )),
-        )
-        .filter(definition.field(entities::db).eq(db))
-        .filter(
-            definition
-                .field(entities::parent_ids)
-                .contains(vec![type_id.to_owned()]),
-        )
-        .filter(definition.field(entities::deleted_at).is_null())
-        .filter(kind.field(entities::name).eq(crate::model::PROPERTY_TYPE))
-        .select((definition.field(entities::name), definition.field(entities::doc)))
-        .load(conn)
-        .await
-}
-
 pub async fn soft_delete_entity(
     conn: &mut AsyncPgConnection,
     db: &str,

@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use diesel::QueryResult;
-use diesel_async::AsyncPgConnection;
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
+use crate::db::schema::entities;
 use crate::db::values;
 use crate::model::definition::PropertyDefinition;
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
@@ -49,7 +50,7 @@ impl TypeCache {
         if let Some(info) = self.types.get(type_id) {
             return Ok(info.clone());
         }
-        let definitions = values::definitions_of_type(conn, db, type_id)
+        let definitions = definitions_of_type(conn, db, type_id)
             .await?
             .into_iter()
             .filter_map(|(name, doc)| Some((name?, PropertyDefinition::from_doc(&doc))))
@@ -76,4 +77,33 @@ impl TypeCache {
     pub fn clear(&mut self) {
         self.types.clear();
     }
+}
+
+/// Property definitions of an entity type: `(name, projection)` of every live
+/// entity of type `property` whose `_parent` is the type.
+async fn definitions_of_type(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    type_id: &str,
+) -> QueryResult<Vec<(Option<String>, serde_json::Value)>> {
+    let (definition, kind) = diesel::alias!(entities as definition, entities as kind);
+    definition
+        .inner_join(
+            kind.on(kind.field(entities::db).eq(definition.field(entities::db)).and(
+                kind.field(entities::id)
+                    .nullable()
+                    .eq(definition.field(entities::type_id)),
+            )),
+        )
+        .filter(definition.field(entities::db).eq(db))
+        .filter(
+            definition
+                .field(entities::parent_ids)
+                .contains(vec![type_id.to_owned()]),
+        )
+        .filter(definition.field(entities::deleted_at).is_null())
+        .filter(kind.field(entities::name).eq(PROPERTY_TYPE))
+        .select((definition.field(entities::name), definition.field(entities::doc)))
+        .load(conn)
+        .await
 }
