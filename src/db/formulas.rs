@@ -13,11 +13,12 @@ use diesel::sql_types::{Array, Jsonb, Nullable, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
+use crate::db::values::AccessColumns;
 use crate::formula::{FieldRef, Formula, FormulaValue};
 use crate::model::PROPERTY_TYPE;
 use crate::model::definition::PropertyDefinition;
 use crate::model::stored::ValueRow;
-use crate::rights::{Audience, RightsLists, Sharing, Visibility};
+use crate::rights::Audience;
 
 /// A related entity: its document and what decides who may read its values.
 #[derive(QueryableByName)]
@@ -26,33 +27,8 @@ struct Related {
     id: String,
     #[diesel(sql_type = Jsonb)]
     doc: Json,
-    #[diesel(sql_type = Text)]
-    sharing: String,
-    #[diesel(sql_type = Array<Text>)]
-    viewers: Vec<String>,
-    #[diesel(sql_type = Array<Text>)]
-    noaccess: Vec<String>,
-    #[diesel(sql_type = Array<Text>)]
-    public_props: Vec<String>,
-    #[diesel(sql_type = Array<Text>)]
-    domain_props: Vec<String>,
-}
-
-impl Related {
-    /// Who may read its values of `prop` (`_id`: the entity itself).
-    fn audience(&self, prop: &str) -> Audience {
-        let visibility = Visibility {
-            sharing: Sharing::parse(&self.sharing).unwrap_or(Sharing::Private),
-            lists: RightsLists {
-                viewers: self.viewers.iter().cloned().collect(),
-                noaccess: self.noaccess.iter().cloned().collect(),
-                ..RightsLists::default()
-            },
-            public_props: &self.public_props,
-            domain_props: &self.domain_props,
-        };
-        visibility.audience(prop)
-    }
+    #[diesel(embed)]
+    access: AccessColumns,
 }
 
 /// The columns of [`Related`], of an entity row aliased `e`.
@@ -172,7 +148,7 @@ async fn related(
 fn values_of(related: &[Related], prop: &str, readers: &Audience) -> Vec<FormulaValue> {
     related
         .iter()
-        .filter(|entity| readers.within(&entity.audience(prop)))
+        .filter(|entity| readers.within(&entity.access.visibility().audience(prop)))
         .flat_map(|entity| {
             if prop == "_id" {
                 return vec![FormulaValue::Text(entity.id.clone())];

@@ -215,16 +215,11 @@ pub async fn names_and_types(
         .await
 }
 
-/// What a reference may show of the entity it points at: its name and its
-/// type's name, and what decides who may read them.
+/// The columns of an entity that decide who sees it and which of its
+/// properties, for statements that read other entities than the one written
+/// (`e.sharing, e.viewers, e.noaccess, e.public_props, e.domain_props`).
 #[derive(Debug, Clone, QueryableByName)]
-pub struct Target {
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    pub id: String,
-    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
-    pub name: Option<String>,
-    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
-    pub type_name: Option<String>,
+pub struct AccessColumns {
     #[diesel(sql_type = diesel::sql_types::Text)]
     sharing: String,
     #[diesel(sql_type = diesel::sql_types::Array<diesel::sql_types::Text>)]
@@ -237,8 +232,8 @@ pub struct Target {
     domain_props: Vec<String>,
 }
 
-impl Target {
-    /// Who sees the entity, and which of its properties (its name among them).
+impl AccessColumns {
+    /// Who sees the entity, and which of its properties.
     pub fn visibility(&self) -> Visibility<'_> {
         Visibility {
             sharing: Sharing::parse(&self.sharing).unwrap_or(Sharing::Private),
@@ -251,6 +246,20 @@ impl Target {
             domain_props: &self.domain_props,
         }
     }
+}
+
+/// What a reference may show of the entity it points at: its name and its
+/// type's name, and what decides who may read them.
+#[derive(Debug, Clone, QueryableByName)]
+pub struct Target {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub id: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    pub name: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    pub type_name: Option<String>,
+    #[diesel(embed)]
+    pub access: AccessColumns,
 }
 
 /// The live entities among `ids`, as references to them see them.

@@ -70,7 +70,7 @@ pub async fn resolve_references(
                 };
                 if let Some(target) = found.get(target) {
                     let is_type = prop == "_type";
-                    let visibility = target.visibility();
+                    let visibility = target.access.visibility();
                     let name = if is_type || visibility.shows_to(person, "name") {
                         target.name.as_deref()
                     } else {

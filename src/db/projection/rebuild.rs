@@ -41,7 +41,7 @@ async fn context_for(
             .await?
             .into_iter()
             .filter_map(|target| {
-                let readers = target.visibility().audience("name");
+                let readers = target.access.visibility().audience("name");
                 Some((target.id, (target.name?, readers)))
             })
             .collect()
