@@ -1,5 +1,7 @@
-//! Entities and values as JSON, as a caller may see them: credentials hidden,
-//! dates in the service's formats, references carrying their target's name.
+//! Entities as a caller may see them: the view their rights give them, and
+//! references carrying what the caller may see of their targets. `access`
+//! loads an entity or a value for a caller and answers 404 for what they
+//! cannot see; the rule itself is `rights::Visibility`.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -90,4 +92,58 @@ pub async fn resolve_references(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn entity(sharing: &str) -> EntityRow {
+        EntityRow {
+            id: "e1".into(),
+            type_id: Some("t1".into()),
+            parent_ids: Vec::new(),
+            name: Some("Dune".into()),
+            sharing: sharing.into(),
+            owners: strings(&["ann"]),
+            editors: strings(&["ann"]),
+            expanders: strings(&["ann"]),
+            viewers: strings(&["ann"]),
+            noaccess: strings(&["eve"]),
+            doc: json!({
+                "_id": "e1",
+                "_type": [{"_id": "v1", "reference": "t1"}],
+                "_owner": [{"_id": "v2", "reference": "ann"}],
+                "name": [{"_id": "v3", "string": "Dune"}],
+                "price": [{"_id": "v4", "number": 9}],
+            }),
+            public_props: strings(&["name"]),
+            domain_props: strings(&["name", "price"]),
+        }
+    }
+
+    #[test]
+    fn each_caller_sees_the_view_their_rights_give_them() {
+        let full = visible_doc(entity("public"), Some("ann")).unwrap();
+        assert_eq!(full, entity("public").doc);
+        let domain = visible_doc(entity("public"), Some("bob")).unwrap();
+        let keys: Vec<&String> = domain.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["_id", "_type", "name", "price"]);
+        let public = visible_doc(entity("public"), None).unwrap();
+        let keys: Vec<&String> = public.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["_id", "_type", "name"]);
+    }
+
+    #[test]
+    fn a_caller_who_sees_nothing_gets_nothing() {
+        assert_eq!(visible_doc(entity("public"), Some("eve")), None);
+        assert_eq!(visible_doc(entity("domain"), None), None);
+        assert_eq!(visible_doc(entity("private"), Some("bob")), None);
+    }
 }
