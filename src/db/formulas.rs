@@ -13,12 +13,12 @@ use diesel::sql_types::{Array, Jsonb, Nullable, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
-use crate::db::values::ValueRow;
+use crate::db::values::AccessColumns;
 use crate::formula::{FieldRef, Formula, FormulaValue};
 use crate::model::PROPERTY_TYPE;
 use crate::model::definition::PropertyDefinition;
-use crate::rights::{Audience, RightsLists, Sharing};
-use crate::view;
+use crate::model::stored::ValueRow;
+use crate::rights::Audience;
 
 /// A related entity: its document and what decides who may read its values.
 #[derive(QueryableByName)]
@@ -27,34 +27,8 @@ struct Related {
     id: String,
     #[diesel(sql_type = Jsonb)]
     doc: Json,
-    #[diesel(sql_type = Text)]
-    sharing: String,
-    #[diesel(sql_type = Array<Text>)]
-    viewers: Vec<String>,
-    #[diesel(sql_type = Array<Text>)]
-    noaccess: Vec<String>,
-    #[diesel(sql_type = Array<Text>)]
-    public_props: Vec<String>,
-    #[diesel(sql_type = Array<Text>)]
-    domain_props: Vec<String>,
-}
-
-impl Related {
-    /// Who may read its values of `prop` (`_id`: the entity itself).
-    fn audience(&self, prop: &str) -> Audience {
-        let always = prop == "_id" || view::ALWAYS_SHOWN.contains(&prop);
-        let lists = RightsLists {
-            viewers: self.viewers.iter().cloned().collect(),
-            noaccess: self.noaccess.iter().cloned().collect(),
-            ..RightsLists::default()
-        };
-        Audience::of(
-            Sharing::parse(&self.sharing).unwrap_or(Sharing::Private),
-            &lists,
-            always || self.public_props.iter().any(|p| p == prop),
-            always || self.domain_props.iter().any(|p| p == prop),
-        )
-    }
+    #[diesel(embed)]
+    access: AccessColumns,
 }
 
 /// The columns of [`Related`], of an entity row aliased `e`.
@@ -91,7 +65,7 @@ pub async fn evaluate(
                     None => rows
                         .iter()
                         .filter(|row| &row.prop == own)
-                        .filter_map(|row| FormulaValue::from_value_json(&Json::Object(view::stored_value_json(row))))
+                        .filter_map(|row| FormulaValue::from_value_json(&Json::Object(row.stored_json())))
                         .collect(),
                 },
                 FieldRef::Child { entity_type, prop } => {
@@ -174,7 +148,7 @@ async fn related(
 fn values_of(related: &[Related], prop: &str, readers: &Audience) -> Vec<FormulaValue> {
     related
         .iter()
-        .filter(|entity| readers.within(&entity.audience(prop)))
+        .filter(|entity| readers.within(&entity.access.visibility().audience(prop)))
         .flat_map(|entity| {
             if prop == "_id" {
                 return vec![FormulaValue::Text(entity.id.clone())];

@@ -18,9 +18,9 @@ use std::cmp::Ordering;
 
 use serde_json::{Value as Json, json};
 
+use crate::model::json::number_json;
 use crate::model::value::is_valid_property_name;
 use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
-use crate::view::number_json;
 
 /// One value a formula reads or produces.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,7 +16,7 @@ use crate::auth::jwt::{Claims, Refusal};
 use crate::db::{Pool, values};
 use crate::error::{ApiError, ErrorBody};
 use crate::metrics;
-use crate::view::format_datetime;
+use crate::model::json::format_datetime;
 
 #[derive(Debug, Deserialize)]
 pub struct AuthQuery {

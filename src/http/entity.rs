@@ -17,13 +17,12 @@ use super::{AppState, Caller};
 use crate::db::databases;
 use crate::db::values::{self, EntityRow};
 use crate::error::{ApiError, ErrorBody, ErrorCode};
-use crate::model::ids::is_valid_id;
 use crate::model::value::parse_body;
 use crate::query::cache::AnswerKey;
 use crate::query::sql::{self, ListResult};
 use crate::query::{DEFAULT_LIMIT, ListQuery};
-use crate::rights::{ViewLevel, view_level};
-use crate::view;
+use crate::rights::ViewLevel;
+use crate::view::{self, access};
 use crate::write::validate;
 use crate::write::{WriteOp, WriteOutcome};
 
@@ -96,8 +95,7 @@ pub async fn list(
 /// An entity's document as the caller sees it, with only the query's `props`;
 /// `None` when the caller does not see it.
 fn listed_doc(entity: EntityRow, person: Option<&str>, query: &ListQuery) -> Option<Json> {
-    let level = view_level(entity.sharing(), &entity.lists(), person)?;
-    let mut doc = view::visible_doc(entity, level);
+    let mut doc = view::visible_doc(entity, person)?;
     if let (Some(props), Some(object)) = (&query.props, doc.as_object_mut()) {
         object.retain(|key, _| key == "_id" || props.iter().any(|p| p == key));
     }
@@ -270,28 +268,10 @@ pub async fn read(
     state.require_database(&db).await?;
     let mut conn = state.pool.get().await?;
     let person = caller.person_in(&db);
-    let mut docs = [visible_entity(&mut conn, &db, &id, person).await?];
+    let mut docs = [access::entity_doc(&mut conn, &db, &id, person).await?];
     view::resolve_references(&mut conn, &db, person, &mut docs).await?;
     let [doc] = docs;
     Ok(HttpResponse::Ok().json(EntityRead { entity: doc }))
-}
-
-/// A live entity's document as the caller's view shows it; 404 for anything
-/// else (missing, deleted, or not visible to the caller alike).
-pub async fn visible_entity(
-    conn: &mut AsyncPgConnection,
-    db: &str,
-    id: &str,
-    person: Option<&str>,
-) -> Result<Json, ApiError> {
-    if !is_valid_id(id) {
-        return Err(ApiError::entity_not_found());
-    }
-    let entity = values::live_entity(conn, db, id, false)
-        .await?
-        .ok_or_else(ApiError::entity_not_found)?;
-    let level = view_level(entity.sharing(), &entity.lists(), person).ok_or_else(ApiError::entity_not_found)?;
-    Ok(view::visible_doc(entity, level))
 }
 
 /// `POST /api/{db}/entity`: creates an entity → 201 `{"_id","properties"}`.
@@ -451,17 +431,9 @@ pub async fn history(
     let (db, id) = path.into_inner();
     let person = caller.require_person(&db)?;
     state.require_database(&db).await?;
-    if !is_valid_id(&id) {
-        return Err(ApiError::entity_not_found());
-    }
     let mut conn = state.pool.get().await?;
-    let entity = values::live_entity(&mut conn, &db, &id, false)
-        .await?
-        .ok_or_else(ApiError::entity_not_found)?;
-    match view_level(entity.sharing(), &entity.lists(), Some(person)) {
-        None => return Err(ApiError::entity_not_found()),
-        Some(ViewLevel::Full) => {}
-        Some(_) => return Err(ApiError::forbidden("History needs _viewer or higher")),
+    if access::entity_level(&mut conn, &db, &id, Some(person)).await? != ViewLevel::Full {
+        return Err(ApiError::forbidden("History needs _viewer or higher"));
     }
     let changes = view::history::changes(&values::all_values(&mut conn, &db, &id).await?);
     let number = |text: &Option<String>| text.as_deref().and_then(|t| t.trim().parse::<usize>().ok());

@@ -12,14 +12,15 @@ use serde_json::{Value as Json, json};
 
 use super::views::files::{FileContent, SignedUrl, thumbnail_example};
 use super::views::responses::{InvalidToken, SourceTooLarge, ThumbnailRefused, ThumbnailUnavailable};
-use super::{AppState, Caller, entity, property};
+use super::{AppState, Caller};
 use crate::config::Settings;
-use crate::db::values::ValueRow;
 use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::model::stored::ValueRow;
 use crate::storage::local::{LocalStore, Refusal, Signed};
 use crate::storage::thumbnail::{self, ThumbnailError};
 use crate::storage::thumbnailer::{Thumbnailer, ThumbnailerConfig};
 use crate::storage::{self, Download, ObjectKey, ObjectStore, Upload, content_disposition, download_disposition};
+use crate::view::access;
 
 /// Object storage and the thumbnail pool.
 pub struct Files {
@@ -137,7 +138,7 @@ pub async fn entity_thumbnail(
     let size = thumbnail::parse_size(&size)?;
     let entity = {
         let mut conn = state.pool.get().await?;
-        entity::visible_entity(&mut conn, &db, &id, caller.person_in(&db)).await?
+        access::entity_doc(&mut conn, &db, &id, caller.person_in(&db)).await?
     };
     let photo = entity
         .get("photo")
@@ -181,7 +182,7 @@ pub async fn property_thumbnail(
     let size = thumbnail::parse_size(&size)?;
     let value = {
         let mut conn = state.pool.get().await?;
-        property::visible_value(&mut conn, &db, &id, caller.person_in(&db)).await?
+        access::shown_value(&mut conn, &db, &id, caller.person_in(&db)).await?
     };
     if value.filename.is_none() {
         return Err(ThumbnailError::Unsupported.into());

@@ -9,12 +9,7 @@ use super::views::values::{PropertyValue, property_example};
 use super::views::writes::Deleted;
 use super::{AppState, Caller};
 use crate::error::{ApiError, ErrorBody};
-use diesel_async::AsyncPgConnection;
-
-use crate::db::values::{self, ValueRow};
-use crate::model::ids::is_valid_id;
-use crate::rights::view_level;
-use crate::view;
+use crate::view::{self, access};
 use crate::write::WriteOp;
 
 #[derive(Debug, Deserialize)]
@@ -51,9 +46,9 @@ pub async fn read(
     state.require_database(&db).await?;
     let mut conn = state.pool.get().await?;
     let person = caller.person_in(&db);
-    let value = visible_value(&mut conn, &db, &id, person).await?;
+    let value = access::shown_value(&mut conn, &db, &id, person).await?;
     // References resolve inside an entity document; wrap the value in one.
-    let mut docs = [json!({ value.prop.clone(): [view::property_json(&value)] })];
+    let mut docs = [json!({ value.prop.clone(): [value.property_json()] })];
     view::resolve_references(&mut conn, &db, person, &mut docs).await?;
     let [mut doc] = docs;
     let mut resolved = doc[&value.prop][0].take();
@@ -64,33 +59,6 @@ pub async fn read(
         resolved["url"] = Json::String(url);
     }
     Ok(HttpResponse::Ok().json(resolved))
-}
-
-/// A live value that the caller's view of its entity shows; 404 for anything
-/// else (missing, deleted, or not visible to the caller alike).
-pub async fn visible_value(
-    conn: &mut AsyncPgConnection,
-    db: &str,
-    id: &str,
-    person: Option<&str>,
-) -> Result<ValueRow, ApiError> {
-    if !is_valid_id(id) {
-        return Err(ApiError::property_not_found());
-    }
-    let value = values::find_value(conn, db, id)
-        .await?
-        .filter(|value| value.deleted_at.is_none())
-        .ok_or_else(ApiError::property_not_found)?;
-    let entity = values::live_entity(conn, db, &value.entity_id, false)
-        .await?
-        .ok_or_else(ApiError::property_not_found)?;
-    let shown = view_level(entity.sharing(), &entity.lists(), person)
-        .is_some_and(|level| view::shows(&entity, level, &value.prop));
-    if shown {
-        Ok(value)
-    } else {
-        Err(ApiError::property_not_found())
-    }
 }
 
 /// `DELETE /api/{db}/property/{_id}`: soft-deletes the value → `{"deleted":true}`.

@@ -6,7 +6,6 @@ use serde_json::{Map, Value as Json, json};
 
 use super::files::Files;
 use crate::error::ApiError;
-use crate::view;
 use crate::write::{WriteOutcome, WrittenValue};
 
 /// `{"_id","properties"}` of values written; `{}` for other outcomes.
@@ -28,7 +27,7 @@ pub async fn written_json(files: &Files, db: &str, outcome: WriteOutcome) -> Res
 /// A written value as stored values show, with `type`, and a new API key in
 /// plain text (the only time it is ever shown).
 fn value_json(value: &WrittenValue) -> Map<String, Json> {
-    let mut json = view::stored_value_json(&value.row);
+    let mut json = value.row.stored_json();
     json.insert("type".into(), Json::String(value.row.prop.clone()));
     if let Some(plain) = &value.plain_key {
         json.insert("string".into(), Json::String(plain.clone()));
@@ -39,8 +38,9 @@ fn value_json(value: &WrittenValue) -> Map<String, Json> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::values::{NewValue, ValueRow};
+    use crate::db::values::NewValue;
     use crate::model::API_KEY_PROPERTY;
+    use crate::model::stored::ValueRow;
 
     fn row(prop: &str) -> NewValue {
         NewValue {

@@ -10,9 +10,9 @@ use std::time::Duration;
 use chrono::{DateTime, NaiveDate, Utc};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::db::projection::SEARCH_WORD_CHARS;
 use crate::error::{ApiError, ErrorCode};
 use crate::model::ids::is_valid_id;
+use crate::model::projection::SEARCH_WORD_CHARS;
 use crate::model::value::{is_storable_date, is_storable_text, is_valid_property_name, parse_date, parse_datetime};
 
 pub const DEFAULT_LIMIT: i64 = 100;

@@ -14,7 +14,7 @@ use super::{Condition, Field, ListQuery, Operand, Operator, RegexFlags, SortTarg
 use crate::db::values::EntityRow;
 use crate::error::ApiError;
 use crate::model::API_KEY_PROPERTY;
-use crate::view::ALWAYS_SHOWN;
+use crate::rights::ALWAYS_SHOWN;
 
 /// A bind parameter value.
 #[derive(Debug, Clone)]

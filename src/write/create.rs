@@ -8,9 +8,10 @@ use super::validate::{self, Target};
 use super::{WriteOutcome, WrittenValue};
 use crate::auth::api_key::GeneratedKey;
 use crate::db::projection::{self, NewEntity};
-use crate::db::values::{self, ValueRow};
+use crate::db::values;
 use crate::error::{ApiError, ErrorCode};
 use crate::model::ids::new_id;
+use crate::model::stored::ValueRow;
 use crate::model::value::{Value, ValueInput};
 use crate::rights::RightsLists;
 

@@ -28,8 +28,9 @@ use tracing::Span;
 
 use crate::auth::api_key::GeneratedKey;
 use crate::db::Pool;
-use crate::db::values::{NewValue, ValueRow};
+use crate::db::values::NewValue;
 use crate::error::ApiError;
+use crate::model::stored::ValueRow;
 use crate::model::value::ValueInput;
 
 /// One write, on behalf of `actor` (a person of database `db`).

@@ -1,8 +1,9 @@
 //! What a write replaces besides the values it overwrites by `_id`, and the
 //! rule that an entity keeps an owner through every write and deletion.
 
-use crate::db::values::{NewValue, ValueRow};
+use crate::db::values::NewValue;
 use crate::error::ApiError;
+use crate::model::stored::ValueRow;
 use crate::rights::is_rights_property;
 
 /// Properties an entity holds one value of: a new value replaces the live one
