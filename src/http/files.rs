@@ -1,117 +1,20 @@
-//! Files: signed uploads for created file values, download URLs, thumbnails
-//! (`/api/{db}/entity/{_id}/thumbnail/{size}`,
-//! `/api/{db}/property/{_id}/thumbnail/{size}`), and the local backend's
-//! signed URLs (`/storage/{key}`).
-
-use std::sync::Arc;
-use std::time::Duration;
+//! The file routes: thumbnails (`/api/{db}/entity/{_id}/thumbnail/{size}`,
+//! `/api/{db}/property/{_id}/thumbnail/{size}`) and the local backend's
+//! signed URLs (`/storage/{key}`). Signing and rendering are the file
+//! service's (`crate::storage::files`).
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 
 use super::views::files::{FileContent, SignedUrl, thumbnail_example};
 use super::views::responses::{InvalidToken, SourceTooLarge, ThumbnailRefused, ThumbnailUnavailable};
 use super::{AppState, Caller};
-use crate::config::Settings;
 use crate::error::{ApiError, ErrorBody, ErrorCode};
-use crate::model::stored::ValueRow;
+use crate::storage::ObjectKey;
 use crate::storage::local::{LocalStore, Refusal, Signed};
 use crate::storage::thumbnail::{self, ThumbnailError};
-use crate::storage::thumbnailer::{Thumbnailer, ThumbnailerConfig};
-use crate::storage::{self, Download, ObjectKey, ObjectStore, Upload, content_disposition, download_disposition};
 use crate::view::access;
-
-/// Object storage and the thumbnail pool.
-pub struct Files {
-    pub store: Arc<dyn ObjectStore>,
-    /// The local backend, when this process serves its URLs.
-    pub local: Option<Arc<LocalStore>>,
-    /// Largest upload to the local backend's signed URLs.
-    pub upload_limit: u64,
-    pub thumbnailer: Thumbnailer,
-}
-
-impl Files {
-    /// `secret` is the service's signing material (`auth.jwt_secret`).
-    pub fn from_settings(settings: &Settings, secret: &[u8]) -> Result<Files, String> {
-        let storage::Stores { store, local } = storage::from_settings(settings, secret)?;
-        let thumbnailer = Thumbnailer::start(
-            store.clone(),
-            ThumbnailerConfig {
-                workers: settings.actors.thumbnail_workers,
-                queue: settings.actors.thumbnail_queue,
-                wait: Duration::from_millis(settings.actors.thumbnail_wait_ms),
-                pdf_timeout: Duration::from_millis(settings.thumbnails.pdf_timeout_ms),
-                pdf_renderer: settings.thumbnails.pdf_renderer.clone(),
-                pdfium_library: settings.thumbnails.pdfium_library.clone(),
-            },
-        );
-        Ok(Files {
-            store,
-            local,
-            upload_limit: settings.storage.local.upload_limit_bytes,
-            thumbnailer,
-        })
-    }
-
-    /// `upload` of a file value a write stored: a signed PUT URL and the
-    /// headers it takes; `None` for other values.
-    pub async fn upload(&self, db: &str, value: &ValueRow) -> Result<Option<Json>, ApiError> {
-        let (Some(filename), Some(filesize), Some(filetype)) = (
-            &value.filename,
-            value.filesize.and_then(|size| u64::try_from(size).ok()),
-            &value.filetype,
-        ) else {
-            return Ok(None);
-        };
-        let key = ObjectKey::file(db, &value.entity_id, &value.id).ok_or_else(|| invalid_key(db))?;
-        let upload = Upload {
-            content_type: filetype.clone(),
-            content_length: filesize,
-            content_disposition: content_disposition(filename),
-        };
-        let url = self.store.presign_put(&key, &upload).await?;
-        Ok(Some(json!({
-            "url": url,
-            "method": "PUT",
-            "headers": {
-                "ACL": "private",
-                "Content-Disposition": upload.content_disposition,
-                "Content-Length": upload.content_length,
-                "Content-Type": upload.content_type,
-            },
-        })))
-    }
-
-    /// A fresh download URL of a file value; `None` for other values.
-    pub async fn download_url(&self, db: &str, value: &ValueRow) -> Result<Option<String>, ApiError> {
-        let Some(filename) = &value.filename else {
-            return Ok(None);
-        };
-        let key = ObjectKey::file(db, &value.entity_id, &value.id).ok_or_else(|| invalid_key(db))?;
-        let download = Download {
-            content_type: value.filetype.clone(),
-            content_disposition: Some(download_disposition(filename, value.filetype.as_deref())),
-        };
-        Ok(Some(self.store.presign_get(&key, &download).await?))
-    }
-
-    /// `{url}` of the thumbnail of `source`, rendered first when needed.
-    async fn thumbnail_url(&self, source: &ObjectKey, size: u32) -> Result<HttpResponse, ApiError> {
-        let key = self.thumbnailer.thumbnail(source, size).await?;
-        let download = Download {
-            content_type: Some("image/jpeg".into()),
-            content_disposition: None,
-        };
-        let url = self.store.presign_get(&key, &download).await?;
-        Ok(HttpResponse::Ok().json(SignedUrl { url }))
-    }
-}
-
-fn invalid_key(db: &str) -> ApiError {
-    ApiError::internal("object key", format!("database name {db:?} cannot name objects"))
-}
 
 /// `GET /api/{db}/entity/{_id}/thumbnail/{size}`: of the first file of `photo`.
 #[utoipa::path(
@@ -153,8 +56,8 @@ pub async fn entity_thumbnail(
         return Err(ThumbnailError::Unsupported.into());
     }
     let value_id = photo.get("_id").and_then(Json::as_str).unwrap_or_default();
-    let key = ObjectKey::file(&db, &id, value_id).ok_or_else(|| invalid_key(&db))?;
-    state.files.thumbnail_url(&key, size).await
+    let url = state.files.thumbnail_url(&db, &id, value_id, size).await?;
+    Ok(HttpResponse::Ok().json(SignedUrl { url }))
 }
 
 /// `GET /api/{db}/property/{_id}/thumbnail/{size}`: of that file value.
@@ -187,8 +90,11 @@ pub async fn property_thumbnail(
     if value.filename.is_none() {
         return Err(ThumbnailError::Unsupported.into());
     }
-    let key = ObjectKey::file(&db, &value.entity_id, &value.id).ok_or_else(|| invalid_key(&db))?;
-    state.files.thumbnail_url(&key, size).await
+    let url = state
+        .files
+        .thumbnail_url(&db, &value.entity_id, &value.id, size)
+        .await?;
+    Ok(HttpResponse::Ok().json(SignedUrl { url }))
 }
 
 /// The local backend and the signed request's key and query; 403 for

@@ -15,7 +15,7 @@ use super::views::entities::Entity;
 use super::views::responses::error_response;
 use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
 use super::views::writes::{Counter, NewValue};
-use super::{auth, entity, files, health, metrics, property, usage};
+use super::{auth, entity, files, health, list, metrics, property, usage};
 use crate::error::{ApiError, ErrorBody};
 
 #[derive(OpenApi)]
@@ -33,7 +33,7 @@ use crate::error::{ApiError, ErrorBody};
         auth::authenticate,
         auth::refresh,
         usage::read,
-        entity::list,
+        list::list,
         metrics::read,
         entity::create,
         entity::read,

@@ -82,5 +82,5 @@ pub async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     let (db, value_id) = path.into_inner();
     state.write_as(&caller, &db, WriteOp::DeleteValue { value_id }).await?;
-    Ok(HttpResponse::Ok().json(json!({"deleted": true})))
+    Ok(HttpResponse::Ok().json(Deleted { deleted: true }))
 }

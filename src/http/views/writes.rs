@@ -1,12 +1,16 @@
 //! Writes: the values a write takes and what it answers. The body is parsed
-//! by `crate::model::value::parse_body` and the answers are still built as
-//! JSON by the write path: these types describe both.
+//! by `crate::model::value::parse_body`; the answer is built here from the
+//! write's typed outcome, file values with the signed `upload` their content
+//! goes to.
 
 use serde::Serialize;
-use serde_json::{Value as Json, json};
+use serde_json::{Map, Value as Json, json};
 use utoipa::ToSchema;
 
-use super::values::PropertyValue;
+use super::values::{PropertyValue, Upload, UploadHeaders};
+use crate::error::ApiError;
+use crate::storage::files::{FileService, SignedUpload};
+use crate::write::WrittenValue;
 
 /// One value to write: `type` plus the one value field the property's type
 /// takes (`filename`, `filesize` and `filetype` together for files), or
@@ -83,7 +87,60 @@ pub enum WriteBody {
 pub struct Written {
     #[serde(rename = "_id")]
     pub id: String,
-    pub properties: Vec<PropertyValue>,
+    /// Each value as stored values show it, then its `type`, then `upload`
+    /// for a file value.
+    #[schema(value_type = Vec<PropertyValue>)]
+    pub properties: Vec<Json>,
+}
+
+impl Written {
+    /// The answer to values written on `entity_id`: file values get a signed upload.
+    pub async fn signed(
+        files: &FileService,
+        db: &str,
+        entity_id: String,
+        values: &[WrittenValue],
+    ) -> Result<Written, ApiError> {
+        let mut properties = Vec::with_capacity(values.len());
+        for value in values {
+            let mut json = value_json(value);
+            if let Some(upload) = files.upload(db, &value.row).await? {
+                let upload = serde_json::to_value(Upload::from(upload)).map_err(|e| ApiError::internal("upload", e))?;
+                json.insert("upload".into(), upload);
+            }
+            properties.push(Json::Object(json));
+        }
+        Ok(Written {
+            id: entity_id,
+            properties,
+        })
+    }
+}
+
+/// A written value as stored values show, with `type`, and a new API key in
+/// plain text (the only time it is ever shown).
+fn value_json(value: &WrittenValue) -> Map<String, Json> {
+    let mut json = value.row.stored_json();
+    json.insert("type".into(), Json::String(value.row.prop.clone()));
+    if let Some(plain) = &value.plain_key {
+        json.insert("string".into(), Json::String(plain.clone()));
+    }
+    json
+}
+
+impl From<SignedUpload> for Upload {
+    fn from(signed: SignedUpload) -> Upload {
+        Upload {
+            url: signed.url,
+            method: "PUT".into(),
+            headers: UploadHeaders {
+                acl: "private".into(),
+                content_disposition: signed.upload.content_disposition,
+                content_length: signed.upload.content_length,
+                content_type: signed.upload.content_type,
+            },
+        }
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -125,4 +182,63 @@ pub fn written_example() -> Json {
                             "Content-Length": 48213, "Content-Type": "image/jpeg"}}},
         ],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::values::NewValue;
+    use crate::model::API_KEY_PROPERTY;
+    use crate::model::stored::ValueRow;
+
+    fn row(prop: &str) -> NewValue {
+        NewValue {
+            id: "v1".into(),
+            entity_id: "e1".into(),
+            prop: prop.into(),
+            ..NewValue::default()
+        }
+    }
+
+    fn shown(row: NewValue, plain_key: Option<&str>) -> String {
+        let value = WrittenValue {
+            row: ValueRow::from(&row),
+            plain_key: plain_key.map(str::to_owned),
+        };
+        Json::Object(value_json(&value)).to_string()
+    }
+
+    #[test]
+    fn a_written_value_shows_its_fields_then_its_type() {
+        let mut title = row("title");
+        title.string = Some("Dune".into());
+        title.language = Some("en".into());
+        assert_eq!(
+            shown(title, None),
+            r#"{"_id":"v1","string":"Dune","language":"en","type":"title"}"#
+        );
+        let mut pages = row("pages");
+        pages.number = Some(412.0);
+        assert_eq!(shown(pages, None), r#"{"_id":"v1","number":412,"type":"pages"}"#);
+        let mut photo = row("photo");
+        photo.filename = Some("a.png".into());
+        photo.filesize = Some(3);
+        photo.filetype = Some("image/png".into());
+        assert_eq!(
+            shown(photo, None),
+            r#"{"_id":"v1","filename":"a.png","filesize":3,"filetype":"image/png","type":"photo"}"#
+        );
+    }
+
+    #[test]
+    fn a_new_api_key_shows_in_plain_text_once_and_nothing_else_of_it() {
+        assert_eq!(
+            shown(row(API_KEY_PROPERTY), Some("plain")),
+            format!(r#"{{"_id":"v1","string":"plain","type":"{API_KEY_PROPERTY}"}}"#)
+        );
+        assert_eq!(
+            shown(row(API_KEY_PROPERTY), None),
+            format!(r#"{{"_id":"v1","string":"***","type":"{API_KEY_PROPERTY}"}}"#)
+        );
+    }
 }
