@@ -169,8 +169,8 @@ async fn write(pool: &Pool, actor: &str, op: WriteOp) -> String {
     };
     match apply(pool, request).await.expect("a setup write") {
         WriteOutcome::Written { entity_id, values } => {
-            if let Some(key) = values.iter().find(|v| v["type"] == "service_api_key") {
-                return key["string"].as_str().unwrap().to_owned();
+            if let Some(key) = values.into_iter().find_map(|v| v.plain_key) {
+                return key;
             }
             entity_id
         }

@@ -16,11 +16,11 @@ use crate::config::Settings;
 use crate::db::{self, Pool, local_cluster::LocalCluster};
 use crate::error::{ApiError, ErrorCode};
 use crate::formula::worker as formula_worker;
-use crate::http::files::Files;
 use crate::http::middleware::{cors, error_body, limits, metrics, request_log, usage};
 use crate::http::{self, AppState};
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
+use crate::storage::files::FileService;
 
 /// Name of the database eds keeps in its private cluster.
 const LOCAL_DATABASE: &str = "eds";
@@ -106,7 +106,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
             batch: settings.actors.writer_batch.max(1),
         },
     );
-    let files = Files::from_settings(settings, &secret)?;
+    let files = FileService::from_settings(settings, &secret)?;
     Ok(web::Data::new(AppState {
         pool,
         jwt,

@@ -6,6 +6,8 @@ use std::borrow::Cow;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 /// Declares every stable error code once: its variant, the snake_case code
 /// clients match on, and the status it is answered with.
@@ -134,6 +136,16 @@ impl PartialEq<&str> for ErrorCode {
     }
 }
 
+/// Every error: the status, a stable snake_case code and a message (the
+/// specification's exact text where it gives one).
+#[derive(Serialize, ToSchema)]
+#[schema(example = json!({"status": 400, "error": "invalid_regex", "message": "Invalid regex"}))]
+pub struct ErrorBody<'a> {
+    pub status: u16,
+    pub error: &'static str,
+    pub message: &'a str,
+}
+
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct ApiError {
@@ -151,6 +163,15 @@ impl ApiError {
 
     pub fn status(&self) -> StatusCode {
         self.code.status()
+    }
+
+    /// The JSON body the error is answered with.
+    pub fn body(&self) -> ErrorBody<'_> {
+        ErrorBody {
+            status: self.status().as_u16(),
+            error: self.code.as_str(),
+            message: &self.message,
+        }
     }
 
     pub fn unauthorized(message: impl Into<Cow<'static, str>>) -> Self {
@@ -210,11 +231,7 @@ impl ResponseError for ApiError {
         if status == StatusCode::SERVICE_UNAVAILABLE {
             response.insert_header(("Retry-After", "5"));
         }
-        response.json(serde_json::json!({
-            "status": status.as_u16(),
-            "error": self.code.as_str(),
-            "message": self.message,
-        }))
+        response.json(self.body())
     }
 }
 
@@ -265,6 +282,15 @@ mod tests {
             let unavailable = code.status() == StatusCode::SERVICE_UNAVAILABLE;
             assert_eq!(code.unavailable_reason().is_some(), unavailable, "{code}");
         }
+    }
+
+    #[test]
+    fn an_error_body_is_status_error_and_message_in_that_order() {
+        let body = serde_json::to_string(&ApiError::not_found("Entity not found").body()).unwrap();
+        assert_eq!(
+            body,
+            r#"{"status":404,"error":"not_found","message":"Entity not found"}"#
+        );
     }
 
     #[test]

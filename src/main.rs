@@ -156,7 +156,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let WriteOutcome::Written { values, .. } = outcome else {
                 return Err("no key was written".to_owned());
             };
-            println!("{}", json!({ "api_key": values[0]["string"] }));
+            println!("{}", json!({ "api_key": values[0].plain_key }));
             Ok(())
         }),
         Command::Db(DbCommand::List) => runtime.block_on(async {

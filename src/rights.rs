@@ -6,6 +6,14 @@
 
 use std::collections::BTreeSet;
 
+/// The properties that grant (or, `_noaccess`, deny) a person's access.
+pub const RIGHTS_PROPERTIES: [&str; 5] = ["_owner", "_editor", "_expander", "_viewer", "_noaccess"];
+
+/// Whether `prop` grants or denies a person's access ([`RIGHTS_PROPERTIES`]).
+pub fn is_rights_property(prop: &str) -> bool {
+    RIGHTS_PROPERTIES.contains(&prop)
+}
+
 /// The levels of access, weakest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Right {
@@ -118,6 +126,57 @@ pub fn can_read(sharing: Sharing, lists: &RightsLists, person: Option<&str>) -> 
     view_level(sharing, lists, person).is_some()
 }
 
+/// System properties every view of an entity shows.
+pub const ALWAYS_SHOWN: [&str; 3] = ["_type", "_parent", "_sharing"];
+
+/// What decides who sees an entity and which of its properties: the one
+/// rule behind every read on a caller's behalf (entities, values, history,
+/// thumbnails, reference names, formulas). Built from a stored entity row or
+/// a reference's target by the database layer.
+#[derive(Debug, Clone)]
+pub struct Visibility<'a> {
+    pub sharing: Sharing,
+    /// Its effective lists: `viewers` and `noaccess` decide here.
+    pub lists: RightsLists,
+    /// What its public view shows besides the id and [`ALWAYS_SHOWN`].
+    pub public_props: &'a [String],
+    /// What its domain view shows besides the id and [`ALWAYS_SHOWN`].
+    pub domain_props: &'a [String],
+}
+
+impl Visibility<'_> {
+    /// How much of the entity `person` (`None`: anonymous) sees; `None` when nothing.
+    pub fn view_level(&self, person: Option<&str>) -> Option<ViewLevel> {
+        view_level(self.sharing, &self.lists, person)
+    }
+
+    /// Whether property `prop` (or `_id`) shows in the given view of the entity.
+    pub fn shows(&self, level: ViewLevel, prop: &str) -> bool {
+        let shown_with =
+            |listed: &[String]| prop == "_id" || ALWAYS_SHOWN.contains(&prop) || listed.iter().any(|p| p == prop);
+        match level {
+            ViewLevel::Full => true,
+            ViewLevel::Domain => shown_with(self.domain_props),
+            ViewLevel::Public => shown_with(self.public_props),
+        }
+    }
+
+    /// Whether `person` sees property `prop` of the entity.
+    pub fn shows_to(&self, person: Option<&str>, prop: &str) -> bool {
+        self.view_level(person).is_some_and(|level| self.shows(level, prop))
+    }
+
+    /// Who may read property `prop` of the entity (`_id`: the entity itself).
+    pub fn audience(&self, prop: &str) -> Audience {
+        Audience::of(
+            self.sharing,
+            &self.lists,
+            self.shows(ViewLevel::Public, prop),
+            self.shows(ViewLevel::Domain, prop),
+        )
+    }
+}
+
 /// Whether `person` holds at least `needed` on an entity with these effective lists.
 pub fn has_right(lists: &RightsLists, person: &str, needed: Right) -> bool {
     lists.right_of(person).is_some_and(|held| held >= needed)
@@ -188,6 +247,16 @@ mod tests {
     }
 
     #[test]
+    fn the_rights_properties_are_the_four_rights_and_noaccess() {
+        for prop in ["_owner", "_editor", "_expander", "_viewer", "_noaccess"] {
+            assert!(is_rights_property(prop), "{prop}");
+        }
+        for prop in ["_sharing", "_inheritrights", "_parent", "owner"] {
+            assert!(!is_rights_property(prop), "{prop}");
+        }
+    }
+
+    #[test]
     fn rights_are_cumulative() {
         let lists = RightsLists::effective(&own(&["o"], &["e"], &["v"], &[]), &[]);
         for (person, right) in [("o", Right::Owner), ("e", Right::Editor), ("v", Right::Viewer)] {
@@ -239,6 +308,53 @@ mod tests {
         assert!(can_read(Sharing::Domain, &lists, Some("anyone")));
         assert!(!can_read(Sharing::Private, &lists, Some("anyone")));
         assert!(can_read(Sharing::Private, &lists, Some("o")));
+    }
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn each_view_shows_its_listed_properties_the_id_and_the_system_ones() {
+        let (public, domain) = (strings(&["name"]), strings(&["name", "email"]));
+        let visibility = Visibility {
+            sharing: Sharing::Public,
+            lists: RightsLists::effective(&own(&["o"], &[], &["v"], &["n"]), &[]),
+            public_props: &public,
+            domain_props: &domain,
+        };
+        for prop in ["_id", "_type", "_parent", "_sharing", "name"] {
+            assert!(visibility.shows(ViewLevel::Public, prop), "{prop}");
+        }
+        assert!(!visibility.shows(ViewLevel::Public, "email"));
+        assert!(visibility.shows(ViewLevel::Domain, "email"));
+        assert!(!visibility.shows(ViewLevel::Domain, "salary"));
+        assert!(!visibility.shows(ViewLevel::Domain, "_owner"));
+        assert!(visibility.shows(ViewLevel::Full, "salary"));
+
+        assert!(visibility.shows_to(None, "name"));
+        assert!(!visibility.shows_to(None, "email"));
+        assert!(visibility.shows_to(Some("x"), "email"));
+        assert!(visibility.shows_to(Some("v"), "salary"));
+        assert!(!visibility.shows_to(Some("n"), "name"), "_noaccess sees nothing");
+    }
+
+    #[test]
+    fn a_property_reaches_the_audience_of_the_views_that_show_it() {
+        let (public, domain) = (strings(&["name"]), strings(&["name", "email"]));
+        let visibility = Visibility {
+            sharing: Sharing::Domain,
+            lists: RightsLists::effective(&own(&["o"], &[], &[], &["n"]), &[]),
+            public_props: &public,
+            domain_props: &domain,
+        };
+        let email = visibility.audience("email");
+        assert!(!email.anonymous, "a domain entity shows nothing to anonymous callers");
+        assert_eq!(email.persons_except, Some(set(&["n"])));
+        assert_eq!(email.named, set(&["o"]));
+        let salary = visibility.audience("salary");
+        assert_eq!(salary.persons_except, None);
+        assert_eq!(visibility.audience("_id"), visibility.audience("_type"));
     }
 
     fn audience(sharing: Sharing, viewers: &[&str], noaccess: &[&str], shown: bool) -> Audience {

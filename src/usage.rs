@@ -9,7 +9,9 @@ use dashmap::DashMap;
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Date, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde::Serialize;
 use serde_json::{Value as Json, json};
+use utoipa::ToSchema;
 
 use crate::db::Pool;
 use crate::error::ApiError;
@@ -22,7 +24,60 @@ const DEFAULT_TOKENS_LIMIT: i64 = 100_000;
 #[derive(Default)]
 pub struct Usage {
     pending: DashMap<(String, NaiveDate), u64>,
-    cache: DashMap<String, (Instant, Json)>,
+    cache: DashMap<String, (Instant, UsageObject)>,
+}
+
+/// `GET /api/{db}`: the database usage object, cached 5 minutes.
+#[derive(Clone, Serialize, ToSchema)]
+pub struct UsageObject {
+    pub organization: Vec<Organization>,
+    pub entities: UsageWithLimit,
+    pub properties: UsageDeleted,
+    pub requests: UsageLimit,
+    pub tokens: UsageLimit,
+    pub files: UsageWithLimit,
+    /// Data plus index bytes of this database.
+    #[serde(rename = "dbSize")]
+    pub db_size: i64,
+}
+
+#[derive(Clone, Serialize, ToSchema)]
+pub struct Organization {
+    pub language: Option<String>,
+    pub string: Option<String>,
+}
+
+/// Usage, deleted and the limit (0 when not set).
+#[derive(Clone, Serialize, ToSchema)]
+pub struct UsageWithLimit {
+    pub usage: i64,
+    pub deleted: i64,
+    pub limit: i64,
+}
+
+#[derive(Clone, Serialize, ToSchema)]
+pub struct UsageDeleted {
+    pub usage: i64,
+    pub deleted: i64,
+}
+
+#[derive(Clone, Serialize, ToSchema)]
+pub struct UsageLimit {
+    pub usage: i64,
+    pub limit: i64,
+}
+
+/// The usage object's example in the OpenAPI document.
+pub fn usage_example() -> Json {
+    json!({
+        "organization": [{"language": "en", "string": "Demo"}],
+        "entities": {"usage": 120, "deleted": 3, "limit": 0},
+        "properties": {"usage": 890, "deleted": 12},
+        "requests": {"usage": 1234, "limit": 2000},
+        "tokens": {"usage": 0, "limit": 100000},
+        "files": {"usage": 48213, "deleted": 0, "limit": 0},
+        "dbSize": 1245184,
+    })
 }
 
 /// The first day of the UTC month of `day`.
@@ -59,7 +114,7 @@ impl Usage {
 
     /// The usage object of database `db`: cached for five minutes; an uncached
     /// one includes every request counted before it.
-    pub async fn of(&self, pool: &Pool, db: &str) -> Result<Json, ApiError> {
+    pub async fn of(&self, pool: &Pool, db: &str) -> Result<UsageObject, ApiError> {
         if let Some(cached) = self.cache.get(db)
             && cached.0.elapsed() < CACHE_FOR
         {
@@ -114,7 +169,7 @@ struct Totals {
     database: Json,
 }
 
-async fn compute(conn: &mut AsyncPgConnection, db: &str) -> Result<Json, ApiError> {
+async fn compute(conn: &mut AsyncPgConnection, db: &str) -> Result<UsageObject, ApiError> {
     let month = month_of(Utc::now().date_naive());
     // dbSize: this database's share of each table's data and index bytes,
     // by its share of the table's rows.
@@ -144,29 +199,42 @@ async fn compute(conn: &mut AsyncPgConnection, db: &str) -> Result<Json, ApiErro
     .get_result(conn)
     .await?;
     let billing = |prop: &str| totals.database[prop][0]["number"].as_f64().map(|n| n as i64);
-    let organization: Vec<Json> = totals.database["organization"]
+    let text = |value: &Json, field: &str| value.get(field).and_then(Json::as_str).map(str::to_owned);
+    let organization = totals.database["organization"]
         .as_array()
         .into_iter()
         .flatten()
-        .map(|value| json!({"language": value.get("language"), "string": value.get("string")}))
+        .map(|value| Organization {
+            language: text(value, "language"),
+            string: text(value, "string"),
+        })
         .collect();
-    Ok(json!({
-        "organization": organization,
-        "entities": {
-            "usage": totals.entities,
-            "deleted": totals.deleted_entities,
-            "limit": billing("billing_entities_limit").unwrap_or(0),
+    Ok(UsageObject {
+        organization,
+        entities: UsageWithLimit {
+            usage: totals.entities,
+            deleted: totals.deleted_entities,
+            limit: billing("billing_entities_limit").unwrap_or(0),
         },
-        "properties": {"usage": totals.values, "deleted": totals.deleted_values},
-        "requests": {"usage": totals.requests, "limit": display_scale(totals.requests)},
-        "tokens": {"usage": 0, "limit": billing("billing_tokens_limit").unwrap_or(DEFAULT_TOKENS_LIMIT)},
-        "files": {
-            "usage": totals.file_bytes,
-            "deleted": totals.deleted_file_bytes,
-            "limit": billing("billing_data_limit").unwrap_or(0),
+        properties: UsageDeleted {
+            usage: totals.values,
+            deleted: totals.deleted_values,
         },
-        "dbSize": totals.db_size,
-    }))
+        requests: UsageLimit {
+            usage: totals.requests,
+            limit: display_scale(totals.requests),
+        },
+        tokens: UsageLimit {
+            usage: 0,
+            limit: billing("billing_tokens_limit").unwrap_or(DEFAULT_TOKENS_LIMIT),
+        },
+        files: UsageWithLimit {
+            usage: totals.file_bytes,
+            deleted: totals.deleted_file_bytes,
+            limit: billing("billing_data_limit").unwrap_or(0),
+        },
+        db_size: totals.db_size,
+    })
 }
 
 /// `requests.limit`: the usage rounded up on its leading digit (1234 → 2000).
@@ -199,6 +267,37 @@ mod tests {
         ] {
             assert_eq!(display_scale(usage), scale, "{usage}");
         }
+    }
+
+    #[test]
+    fn the_usage_object_serializes_in_its_documented_order() {
+        let usage = UsageObject {
+            organization: vec![Organization {
+                language: Some("en".into()),
+                string: None,
+            }],
+            entities: UsageWithLimit {
+                usage: 1,
+                deleted: 2,
+                limit: 3,
+            },
+            properties: UsageDeleted { usage: 4, deleted: 5 },
+            requests: UsageLimit { usage: 6, limit: 7 },
+            tokens: UsageLimit { usage: 0, limit: 8 },
+            files: UsageWithLimit {
+                usage: 9,
+                deleted: 10,
+                limit: 11,
+            },
+            db_size: 12,
+        };
+        assert_eq!(
+            serde_json::to_string(&usage).unwrap(),
+            r#"{"organization":[{"language":"en","string":null}],"entities":{"usage":1,"deleted":2,"limit":3},"#
+                .to_owned()
+                + r#""properties":{"usage":4,"deleted":5},"requests":{"usage":6,"limit":7},"tokens":{"usage":0,"limit":8},"#
+                + r#""files":{"usage":9,"deleted":10,"limit":11},"dbSize":12}"#
+        );
     }
 
     #[test]

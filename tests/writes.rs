@@ -129,7 +129,7 @@ async fn counters_in_one_batch_continue_the_sequence_and_follow_a_number_written
     let numbers: Vec<f64> = outcomes
         .iter()
         .map(|outcome| match outcome.as_ref().unwrap() {
-            WriteOutcome::Written { values, .. } => values[1]["number"].as_f64().unwrap(),
+            WriteOutcome::Written { values, .. } => values[1].row.number.unwrap(),
             other => panic!("{other:?}"),
         })
         .collect();

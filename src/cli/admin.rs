@@ -30,10 +30,11 @@ pub async fn require_database(pool: &Pool, db: &str) -> Result<(), Failure> {
 /// The usage object `GET /api/{db}` answers, computed now.
 pub async fn usage(pool: &Pool, db: &str) -> Result<Json, Failure> {
     require_database(pool, db).await?;
-    Usage::default()
+    let usage = Usage::default()
         .of(pool, db)
         .await
-        .map_err(|e| Failure(format!("usage of {db}: {}", e.message)))
+        .map_err(|e| Failure(format!("usage of {db}: {}", e.message)))?;
+    Ok(serde_json::to_value(usage).expect("the usage object serializes"))
 }
 
 /// Soft-deletes API key `value_id` through the ordinary write path, so its

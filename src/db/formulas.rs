@@ -11,45 +11,23 @@ use diesel::sql_types::{Array, Jsonb, Nullable, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
-use crate::db::values::ValueRow;
+use crate::db::values::AccessColumns;
 use crate::formula::context::{self, Inputs, RelatedEntity};
 use crate::formula::{FieldRef, FormulaValue};
 use crate::model::PROPERTY_TYPE;
 use crate::model::definition::PropertyDefinition;
+use crate::model::stored::ValueRow;
 use crate::rights::Audience;
-use crate::view;
 
-/// A related entity's row: what [`RelatedEntity`] needs.
+/// A related entity: its document and what decides who may read its values.
 #[derive(QueryableByName)]
 struct Related {
     #[diesel(sql_type = Text)]
     id: String,
     #[diesel(sql_type = Jsonb)]
     doc: Json,
-    #[diesel(sql_type = Text)]
-    sharing: String,
-    #[diesel(sql_type = Array<Text>)]
-    viewers: Vec<String>,
-    #[diesel(sql_type = Array<Text>)]
-    noaccess: Vec<String>,
-    #[diesel(sql_type = Array<Text>)]
-    public_props: Vec<String>,
-    #[diesel(sql_type = Array<Text>)]
-    domain_props: Vec<String>,
-}
-
-impl From<Related> for RelatedEntity {
-    fn from(row: Related) -> RelatedEntity {
-        RelatedEntity {
-            id: row.id,
-            doc: row.doc,
-            sharing: row.sharing,
-            viewers: row.viewers,
-            noaccess: row.noaccess,
-            public_props: row.public_props,
-            domain_props: row.domain_props,
-        }
-    }
+    #[diesel(embed)]
+    access: AccessColumns,
 }
 
 /// The columns of [`Related`], of an entity row aliased `e`.
@@ -69,9 +47,9 @@ pub async fn evaluate(
     audience: &(dyn Fn(&str) -> Audience + Sync),
 ) -> diesel::QueryResult<Vec<(String, Vec<Json>)>> {
     let formulas = context::formulas_of(definitions);
-    let mut related: HashMap<FieldRef, Vec<RelatedEntity>> = HashMap::new();
+    let mut loaded: HashMap<FieldRef, Vec<Related>> = HashMap::new();
     for reference in formulas.iter().flat_map(|(_, formula)| formula.references()) {
-        if related.contains_key(&reference) {
+        if loaded.contains_key(&reference) {
             continue;
         }
         let found = match &reference {
@@ -119,12 +97,26 @@ pub async fn evaluate(
                 .await?
             }
         };
-        related.insert(reference, found);
+        loaded.insert(reference, found);
     }
+    let related: HashMap<FieldRef, Vec<RelatedEntity>> = loaded
+        .iter()
+        .map(|(reference, rows)| {
+            let entities = rows
+                .iter()
+                .map(|row| RelatedEntity {
+                    id: &row.id,
+                    doc: &row.doc,
+                    visibility: row.access.visibility(),
+                })
+                .collect();
+            (reference.clone(), entities)
+        })
+        .collect();
     let stored = |own: &str| {
         rows.iter()
             .filter(|row| row.prop == own)
-            .filter_map(|row| FormulaValue::from_value_json(&Json::Object(view::stored_value_json(row))))
+            .filter_map(|row| FormulaValue::from_value_json(&Json::Object(row.stored_json())))
             .collect()
     };
     let inputs = Inputs {
@@ -144,14 +136,13 @@ async fn related_entities(
     db: &str,
     ids: Vec<String>,
     entity_type: Option<&str>,
-) -> diesel::QueryResult<Vec<RelatedEntity>> {
-    let rows: Vec<Related> = diesel::sql_query(format!("SELECT {RELATED_COLUMNS} {from}"))
+) -> diesel::QueryResult<Vec<Related>> {
+    diesel::sql_query(format!("SELECT {RELATED_COLUMNS} {from}"))
         .bind::<Text, _>(db)
         .bind::<Array<Text>, _>(ids)
         .bind::<Nullable<Text>, _>(entity_type)
         .load(conn)
-        .await?;
-    Ok(rows.into_iter().map(RelatedEntity::from).collect())
+        .await
 }
 
 #[derive(QueryableByName)]

@@ -8,6 +8,7 @@ pub mod formulas;
 pub mod local_cluster;
 pub mod projection;
 pub mod schema;
+mod value_rows;
 pub mod values;
 
 use diesel::{Connection, PgConnection, RunQueryDsl};

@@ -5,30 +5,9 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::schema::{entities, property_values};
-use crate::rights::{Audience, RightsLists, Sharing, ViewLevel};
-
-/// One stored value, without its credential columns.
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = property_values)]
-pub struct ValueRow {
-    pub id: String,
-    pub entity_id: String,
-    pub prop: String,
-    pub string: Option<String>,
-    pub number: Option<f64>,
-    pub boolean: Option<bool>,
-    pub date: Option<NaiveDate>,
-    pub datetime: Option<DateTime<Utc>>,
-    pub reference: Option<String>,
-    pub filename: Option<String>,
-    pub filesize: Option<i64>,
-    pub filetype: Option<String>,
-    pub language: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub created_by: Option<String>,
-    pub deleted_at: Option<DateTime<Utc>>,
-    pub deleted_by: Option<String>,
-}
+use crate::model::json::number_json;
+use crate::model::stored::ValueRow;
+use crate::rights::{RightsLists, Sharing, Visibility};
 
 /// A value to insert.
 #[derive(Debug, Clone, Default, Insertable)]
@@ -87,6 +66,16 @@ impl EntityRow {
             expanders: set(&self.expanders),
             viewers: set(&self.viewers),
             noaccess: set(&self.noaccess),
+        }
+    }
+
+    /// Who sees the entity, and which of its properties.
+    pub fn visibility(&self) -> Visibility<'_> {
+        Visibility {
+            sharing: self.sharing(),
+            lists: self.lists(),
+            public_props: &self.public_props,
+            domain_props: &self.domain_props,
         }
     }
 }
@@ -226,16 +215,11 @@ pub async fn names_and_types(
         .await
 }
 
-/// What a reference may show of the entity it points at: its name and its
-/// type's name, and what decides who may read them.
+/// The columns of an entity that decide who sees it and which of its
+/// properties, for statements that read other entities than the one written
+/// (`e.sharing, e.viewers, e.noaccess, e.public_props, e.domain_props`).
 #[derive(Debug, Clone, QueryableByName)]
-pub struct Target {
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    pub id: String,
-    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
-    pub name: Option<String>,
-    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
-    pub type_name: Option<String>,
+pub struct AccessColumns {
     #[diesel(sql_type = diesel::sql_types::Text)]
     sharing: String,
     #[diesel(sql_type = diesel::sql_types::Array<diesel::sql_types::Text>)]
@@ -248,48 +232,34 @@ pub struct Target {
     domain_props: Vec<String>,
 }
 
-impl Target {
-    fn sharing(&self) -> Sharing {
-        Sharing::parse(&self.sharing).unwrap_or(Sharing::Private)
-    }
-
-    fn lists(&self) -> RightsLists {
-        RightsLists {
-            viewers: self.viewers.iter().cloned().collect(),
-            noaccess: self.noaccess.iter().cloned().collect(),
-            ..RightsLists::default()
+impl AccessColumns {
+    /// Who sees the entity, and which of its properties.
+    pub fn visibility(&self) -> Visibility<'_> {
+        Visibility {
+            sharing: Sharing::parse(&self.sharing).unwrap_or(Sharing::Private),
+            lists: RightsLists {
+                viewers: self.viewers.iter().cloned().collect(),
+                noaccess: self.noaccess.iter().cloned().collect(),
+                ..RightsLists::default()
+            },
+            public_props: &self.public_props,
+            domain_props: &self.domain_props,
         }
     }
+}
 
-    fn shows_name(&self, level: ViewLevel) -> bool {
-        match level {
-            ViewLevel::Full => true,
-            ViewLevel::Domain => self.domain_props.iter().any(|prop| prop == "name"),
-            ViewLevel::Public => self.public_props.iter().any(|prop| prop == "name"),
-        }
-    }
-
-    /// The name as `person`'s own view of the entity shows it: none when
-    /// that view hides the entity or its `name`.
-    pub fn name_for(&self, person: Option<&str>) -> Option<&str> {
-        let level = crate::rights::view_level(self.sharing(), &self.lists(), person)?;
-        self.shows_name(level).then_some(self.name.as_deref()).flatten()
-    }
-
-    /// Whether `person` may read the entity at all.
-    pub fn readable_by(&self, person: Option<&str>) -> bool {
-        crate::rights::can_read(self.sharing(), &self.lists(), person)
-    }
-
-    /// Who may read the entity's name.
-    pub fn name_audience(&self) -> Audience {
-        Audience::of(
-            self.sharing(),
-            &self.lists(),
-            self.shows_name(ViewLevel::Public),
-            self.shows_name(ViewLevel::Domain),
-        )
-    }
+/// What a reference may show of the entity it points at: its name and its
+/// type's name, and what decides who may read them.
+#[derive(Debug, Clone, QueryableByName)]
+pub struct Target {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub id: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    pub name: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    pub type_name: Option<String>,
+    #[diesel(embed)]
+    pub access: AccessColumns,
 }
 
 /// The live entities among `ids`, as references to them see them.
@@ -305,35 +275,6 @@ pub async fn targets(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> 
     .await
 }
 
-/// Property definitions of an entity type: `(name, projection)` of every live
-/// entity of type `property` whose `_parent` is the type.
-pub async fn definitions_of_type(
-    conn: &mut AsyncPgConnection,
-    db: &str,
-    type_id: &str,
-) -> QueryResult<Vec<(Option<String>, serde_json::Value)>> {
-    let (definition, kind) = diesel::alias!(entities as definition, entities as kind);
-    definition
-        .inner_join(
-            kind.on(kind.field(entities::db).eq(definition.field(entities::db)).and(
-                kind.field(entities::id)
-                    .nullable()
-                    .eq(definition.field(entities::type_id)),
-            )),
-        )
-        .filter(definition.field(entities::db).eq(db))
-        .filter(
-            definition
-                .field(entities::parent_ids)
-                .contains(vec![type_id.to_owned()]),
-        )
-        .filter(definition.field(entities::deleted_at).is_null())
-        .filter(kind.field(entities::name).eq(crate::model::PROPERTY_TYPE))
-        .select((definition.field(entities::name), definition.field(entities::doc)))
-        .load(conn)
-        .await
-}
-
 pub async fn soft_delete_entity(
     conn: &mut AsyncPgConnection,
     db: &str,
@@ -347,30 +288,6 @@ pub async fn soft_delete_entity(
         .set((entities::deleted_at.eq(at), entities::deleted_by.eq(by)))
         .execute(conn)
         .await
-}
-
-impl From<&NewValue> for ValueRow {
-    fn from(new: &NewValue) -> ValueRow {
-        ValueRow {
-            id: new.id.clone(),
-            entity_id: new.entity_id.clone(),
-            prop: new.prop.clone(),
-            string: new.string.clone(),
-            number: new.number,
-            boolean: new.boolean,
-            date: new.date,
-            datetime: new.datetime,
-            reference: new.reference.clone(),
-            filename: new.filename.clone(),
-            filesize: new.filesize,
-            filetype: new.filetype.clone(),
-            language: new.language.clone(),
-            created_at: new.created_at,
-            created_by: new.created_by.clone(),
-            deleted_at: None,
-            deleted_by: None,
-        }
-    }
 }
 
 /// A live API key whose lookup digest matched.
@@ -472,9 +389,6 @@ pub async fn largest_number(conn: &mut AsyncPgConnection, db: &str, prop: &str) 
         .optional()?;
     Ok(found.and_then(|(string, number)| {
         let number = number?;
-        Some((
-            string.unwrap_or_else(|| crate::view::number_json(number).to_string()),
-            number,
-        ))
+        Some((string.unwrap_or_else(|| number_json(number).to_string()), number))
     }))
 }

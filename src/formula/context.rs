@@ -12,36 +12,13 @@ use serde_json::Value as Json;
 
 use super::{FieldRef, Formula, FormulaValue};
 use crate::model::definition::PropertyDefinition;
-use crate::rights::{Audience, RightsLists, Sharing};
-use crate::view;
+use crate::rights::{Audience, Visibility};
 
 /// A related entity: its document and what decides who may read its values.
-pub struct RelatedEntity {
-    pub id: String,
-    pub doc: Json,
-    pub sharing: String,
-    pub viewers: Vec<String>,
-    pub noaccess: Vec<String>,
-    pub public_props: Vec<String>,
-    pub domain_props: Vec<String>,
-}
-
-impl RelatedEntity {
-    /// Who may read its values of `prop` (`_id`: the entity itself).
-    fn audience(&self, prop: &str) -> Audience {
-        let always = prop == "_id" || view::ALWAYS_SHOWN.contains(&prop);
-        let lists = RightsLists {
-            viewers: self.viewers.iter().cloned().collect(),
-            noaccess: self.noaccess.iter().cloned().collect(),
-            ..RightsLists::default()
-        };
-        Audience::of(
-            Sharing::parse(&self.sharing).unwrap_or(Sharing::Private),
-            &lists,
-            always || self.public_props.iter().any(|p| p == prop),
-            always || self.domain_props.iter().any(|p| p == prop),
-        )
-    }
+pub struct RelatedEntity<'a> {
+    pub id: &'a str,
+    pub doc: &'a Json,
+    pub visibility: Visibility<'a>,
 }
 
 /// The formula properties among `definitions`, parsed, in name order (the
@@ -62,7 +39,7 @@ pub struct Inputs<'a> {
     /// The entity's stored values of a property.
     pub stored: &'a dyn Fn(&str) -> Vec<FormulaValue>,
     /// The related entities each child, referrer or reference field reaches.
-    pub related: &'a HashMap<FieldRef, Vec<RelatedEntity>>,
+    pub related: &'a HashMap<FieldRef, Vec<RelatedEntity<'a>>>,
     /// Who may read each of the entity's own properties.
     pub audience: &'a dyn Fn(&str) -> Audience,
 }
@@ -109,10 +86,10 @@ pub fn evaluate(formulas: &[(&String, Formula)], inputs: &Inputs) -> Vec<(String
 fn values_of(related: &[RelatedEntity], prop: &str, readers: &Audience) -> Vec<FormulaValue> {
     related
         .iter()
-        .filter(|entity| readers.within(&entity.audience(prop)))
+        .filter(|entity| readers.within(&entity.visibility.audience(prop)))
         .flat_map(|entity| {
             if prop == "_id" {
-                return vec![FormulaValue::Text(entity.id.clone())];
+                return vec![FormulaValue::Text(entity.id.to_owned())];
             }
             entity.doc[prop]
                 .as_array()
@@ -136,6 +113,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::rights::{RightsLists, Sharing};
 
     /// Everyone, anonymous callers included.
     fn everyone() -> Audience {
@@ -149,20 +127,6 @@ mod tests {
             ..RightsLists::default()
         };
         Audience::of(Sharing::Private, &lists, false, false)
-    }
-
-    /// A related entity with one price, its `shown` properties in every view.
-    fn related(id: &str, sharing: &str, shown: &[&str], price: f64) -> RelatedEntity {
-        let shown: Vec<String> = shown.iter().map(|p| (*p).to_owned()).collect();
-        RelatedEntity {
-            id: id.to_owned(),
-            doc: json!({ "price": [{ "number": price }] }),
-            sharing: sharing.to_owned(),
-            viewers: vec!["owner".to_owned()],
-            noaccess: Vec::new(),
-            public_props: shown.clone(),
-            domain_props: shown,
-        }
     }
 
     fn run(
@@ -214,9 +178,34 @@ mod tests {
             entity_type: None,
             prop: "price".to_owned(),
         };
+        let (cheap, dear) = (
+            json!({ "price": [{ "number": 2 }] }),
+            json!({ "price": [{ "number": 40 }] }),
+        );
+        let (price, nothing): ([String; 1], [String; 0]) = (["price".to_owned()], []);
+        fn visibility(sharing: Sharing, shown: &[String]) -> Visibility<'_> {
+            let lists = RightsLists {
+                viewers: ["owner".to_owned()].into(),
+                ..RightsLists::default()
+            };
+            Visibility {
+                sharing,
+                lists,
+                public_props: shown,
+                domain_props: shown,
+            }
+        }
         let children = vec![
-            related("c1", "public", &["price"], 2.0),
-            related("c2", "private", &[], 40.0),
+            RelatedEntity {
+                id: "c1",
+                doc: &cheap,
+                visibility: visibility(Sharing::Public, &price),
+            },
+            RelatedEntity {
+                id: "c2",
+                doc: &dear,
+                visibility: visibility(Sharing::Private, &nothing),
+            },
         ];
         let related = HashMap::from([(field, children)]);
         let public = run(&parsed, &|_| everyone(), &related);

@@ -24,8 +24,8 @@ use std::cmp::Ordering;
 
 use serde_json::{Value as Json, json};
 
+use crate::model::json::number_json;
 use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
-use crate::view::number_json;
 use operators::Operator;
 
 /// One value a formula reads or produces.

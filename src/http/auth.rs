@@ -7,16 +7,16 @@ use chrono::{DateTime, Utc};
 use dashmap::DashMap;
 use diesel_async::AsyncPgConnection;
 use serde::Deserialize;
-use serde_json::json;
 
-use super::openapi as doc;
+use super::views::auth::{Account, AccountUser, TokenResponse, TokenUser, token_example};
+use super::views::responses::ReadUnavailable;
 use super::{AppState, bearer, client_ip};
 use crate::auth::api_key;
 use crate::auth::jwt::{Claims, Refusal};
 use crate::db::{Pool, values};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::metrics;
-use crate::view::format_datetime;
+use crate::model::json::format_datetime;
 
 #[derive(Debug, Deserialize)]
 pub struct AuthQuery {
@@ -137,10 +137,10 @@ async fn look_up(pool: &Pool, claims: &Claims) -> Result<Option<BTreeMap<String,
         ("account" = Option<String>, Query, description = "Alias of `db`"),
     ),
     responses(
-        (status = 200, description = "The token and the databases it reaches", body = doc::TokenResponse, example = doc::token_example),
-        (status = 400, description = "Malformed query string", body = doc::ErrorBody),
-        (status = 401, description = "No key (`No key`), an unknown key (`Invalid API key`), or none of its databases match `db` (`No accessible accounts`)", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "The token and the databases it reaches", body = TokenResponse, example = token_example),
+        (status = 400, description = "Malformed query string", body = ErrorBody),
+        (status = 401, description = "No key (`No key`), an unknown key (`Invalid API key`), or none of its databases match `db` (`No accessible accounts`)", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn authenticate(
@@ -188,9 +188,9 @@ pub async fn authenticate(
     description = "A new token for a valid or recently expired one, with database access looked up again. Idle limit 14 days from the presented token's issue, absolute limit 30 days from the original login.",
     security(("jwt" = [])),
     responses(
-        (status = 200, description = "A new token", body = doc::TokenResponse, example = doc::token_example),
-        (status = 401, description = "`Invalid token`, `No accessible accounts`, `Token too old, re-authenticate` or `Session expired, re-authenticate`", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "A new token", body = TokenResponse, example = token_example),
+        (status = 401, description = "`Invalid token`, `No accessible accounts`, `Token too old, re-authenticate` or `Session expired, re-authenticate`", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn refresh(state: web::Data<AppState>, req: HttpRequest) -> Result<HttpResponse, ApiError> {
@@ -252,15 +252,19 @@ async fn token_response(
         if user_name.is_none() {
             user_name.clone_from(&name);
         }
-        accounts.push(json!({"_id": db, "name": db, "user": {"_id": person, "name": name}}));
+        accounts.push(Account {
+            id: db,
+            name: db,
+            user: AccountUser { id: person, name },
+        });
     }
     let token = state.jwt.sign(claims)?;
     metrics::token_issued(flow);
     let expires = DateTime::from_timestamp(claims.exp, 0).unwrap_or_default();
-    Ok(HttpResponse::Ok().json(json!({
-        "accounts": accounts,
-        "user": {"name": user_name},
-        "token": token,
-        "expires": format_datetime(expires),
-    })))
+    Ok(HttpResponse::Ok().json(TokenResponse {
+        accounts,
+        user: TokenUser { name: user_name },
+        token,
+        expires: format_datetime(expires),
+    }))
 }

@@ -1,126 +1,20 @@
-//! Files: signed uploads for created file values, download URLs, thumbnails
-//! (`/api/{db}/entity/{_id}/thumbnail/{size}`,
-//! `/api/{db}/property/{_id}/thumbnail/{size}`), and the local backend's
-//! signed URLs (`/storage/{key}`).
-
-use std::sync::Arc;
-use std::time::Duration;
+//! The file routes: thumbnails (`/api/{db}/entity/{_id}/thumbnail/{size}`,
+//! `/api/{db}/property/{_id}/thumbnail/{size}`) and the local backend's
+//! signed URLs (`/storage/{key}`). Signing and rendering are the file
+//! service's (`crate::storage::files`).
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 
-use super::openapi as doc;
-use super::{AppState, Caller, entity, property};
-use crate::config::Settings;
-use crate::db::values::ValueRow;
-use crate::error::{ApiError, ErrorCode};
+use super::views::files::{FileContent, SignedUrl, thumbnail_example};
+use super::views::responses::{InvalidToken, SourceTooLarge, ThumbnailRefused, ThumbnailUnavailable};
+use super::{AppState, Caller};
+use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::storage::ObjectKey;
 use crate::storage::local::{LocalStore, Refusal, Signed};
 use crate::storage::thumbnail::{self, ThumbnailError};
-use crate::storage::thumbnailer::{Thumbnailer, ThumbnailerConfig};
-use crate::storage::{self, Download, ObjectKey, ObjectStore, Upload, content_disposition, download_disposition};
-use crate::write::WriteOutcome;
-
-/// Object storage and the thumbnail pool.
-pub struct Files {
-    pub store: Arc<dyn ObjectStore>,
-    /// The local backend, when this process serves its URLs.
-    pub local: Option<Arc<LocalStore>>,
-    /// Largest upload to the local backend's signed URLs.
-    pub upload_limit: u64,
-    pub thumbnailer: Thumbnailer,
-}
-
-impl Files {
-    /// `secret` is the service's signing material (`auth.jwt_secret`).
-    pub fn from_settings(settings: &Settings, secret: &[u8]) -> Result<Files, String> {
-        let storage::Stores { store, local } = storage::from_settings(settings, secret)?;
-        let thumbnailer = Thumbnailer::start(
-            store.clone(),
-            ThumbnailerConfig {
-                workers: settings.actors.thumbnail_workers,
-                queue: settings.actors.thumbnail_queue,
-                wait: Duration::from_millis(settings.actors.thumbnail_wait_ms),
-                pdf_timeout: Duration::from_millis(settings.thumbnails.pdf_timeout_ms),
-                pdf_renderer: settings.thumbnails.pdf_renderer.clone(),
-                pdfium_library: settings.thumbnails.pdfium_library.clone(),
-            },
-        );
-        Ok(Files {
-            store,
-            local,
-            upload_limit: settings.storage.local.upload_limit_bytes,
-            thumbnailer,
-        })
-    }
-
-    /// Adds `upload` (a signed PUT URL and the headers it takes) to every
-    /// file value of a write's outcome.
-    pub async fn with_uploads(&self, db: &str, mut outcome: WriteOutcome) -> Result<WriteOutcome, ApiError> {
-        let WriteOutcome::Written { entity_id, values } = &mut outcome else {
-            return Ok(outcome);
-        };
-        for value in values.iter_mut().filter_map(Json::as_object_mut) {
-            let (Some(id), Some(filename), Some(filesize), Some(filetype)) = (
-                value.get("_id").and_then(Json::as_str),
-                value.get("filename").and_then(Json::as_str),
-                value.get("filesize").and_then(Json::as_u64),
-                value.get("filetype").and_then(Json::as_str),
-            ) else {
-                continue;
-            };
-            let key = ObjectKey::file(db, entity_id, id).ok_or_else(|| invalid_key(db))?;
-            let upload = Upload {
-                content_type: filetype.to_owned(),
-                content_length: filesize,
-                content_disposition: content_disposition(filename),
-            };
-            let url = self.store.presign_put(&key, &upload).await?;
-            value.insert(
-                "upload".into(),
-                json!({
-                    "url": url,
-                    "method": "PUT",
-                    "headers": {
-                        "ACL": "private",
-                        "Content-Disposition": upload.content_disposition,
-                        "Content-Length": upload.content_length,
-                        "Content-Type": upload.content_type,
-                    },
-                }),
-            );
-        }
-        Ok(outcome)
-    }
-
-    /// A fresh download URL of a file value; `None` for other values.
-    pub async fn download_url(&self, db: &str, value: &ValueRow) -> Result<Option<String>, ApiError> {
-        let Some(filename) = &value.filename else {
-            return Ok(None);
-        };
-        let key = ObjectKey::file(db, &value.entity_id, &value.id).ok_or_else(|| invalid_key(db))?;
-        let download = Download {
-            content_type: value.filetype.clone(),
-            content_disposition: Some(download_disposition(filename, value.filetype.as_deref())),
-        };
-        Ok(Some(self.store.presign_get(&key, &download).await?))
-    }
-
-    /// `{url}` of the thumbnail of `source`, rendered first when needed.
-    async fn thumbnail_url(&self, source: &ObjectKey, size: u32) -> Result<HttpResponse, ApiError> {
-        let key = self.thumbnailer.thumbnail(source, size).await?;
-        let download = Download {
-            content_type: Some("image/jpeg".into()),
-            content_disposition: None,
-        };
-        let url = self.store.presign_get(&key, &download).await?;
-        Ok(HttpResponse::Ok().json(json!({ "url": url })))
-    }
-}
-
-fn invalid_key(db: &str) -> ApiError {
-    ApiError::internal("object key", format!("database name {db:?} cannot name objects"))
-}
+use crate::view::access;
 
 /// `GET /api/{db}/entity/{_id}/thumbnail/{size}`: of the first file of `photo`.
 #[utoipa::path(
@@ -129,12 +23,12 @@ fn invalid_key(db: &str) -> ApiError {
     security((), ("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3"), ("size" = u32, Path, description = "Side of the square thumbnail in pixels: 50, 200 or 400", example = 200)),
     responses(
-        (status = 200, description = "Where to get the thumbnail", body = doc::SignedUrl, example = doc::thumbnail_example),
-        (status = 400, description = "Invalid `size`, an unsupported file type, an image over 40 megapixels, a file that cannot be decoded, or a PDF over `thumbnails.pdf_timeout_ms` (a failure is answered again, without rendering, for 10 minutes)", body = doc::ErrorBody),
-        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
-        (status = 404, description = "The entity is missing or not visible, has no `photo`, or its file is missing from storage", body = doc::ErrorBody),
-        (status = 413, description = "The source file is larger than 25 MB", body = doc::ErrorBody),
-        (status = 503, description = "Too many thumbnails are rendering (`thumbnails_busy`), a query timed out (`query_timeout`) or no database connection came free (`database_busy`); all with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "Where to get the thumbnail", body = SignedUrl, example = thumbnail_example),
+        (status = 400, response = inline(ThumbnailRefused)),
+        (status = 401, response = inline(InvalidToken)),
+        (status = 404, description = "The entity is missing or not visible, has no `photo`, or its file is missing from storage", body = ErrorBody),
+        (status = 413, response = inline(SourceTooLarge)),
+        (status = 503, response = inline(ThumbnailUnavailable)),
     )
 )]
 pub async fn entity_thumbnail(
@@ -147,7 +41,7 @@ pub async fn entity_thumbnail(
     let size = thumbnail::parse_size(&size)?;
     let entity = {
         let mut conn = state.pool.get().await?;
-        entity::visible_entity(&mut conn, &db, &id, caller.person_in(&db)).await?
+        access::entity_doc(&mut conn, &db, &id, caller.person_in(&db)).await?
     };
     let photo = entity
         .get("photo")
@@ -162,8 +56,8 @@ pub async fn entity_thumbnail(
         return Err(ThumbnailError::Unsupported.into());
     }
     let value_id = photo.get("_id").and_then(Json::as_str).unwrap_or_default();
-    let key = ObjectKey::file(&db, &id, value_id).ok_or_else(|| invalid_key(&db))?;
-    state.files.thumbnail_url(&key, size).await
+    let url = state.files.thumbnail_url(&db, &id, value_id, size).await?;
+    Ok(HttpResponse::Ok().json(SignedUrl { url }))
 }
 
 /// `GET /api/{db}/property/{_id}/thumbnail/{size}`: of that file value.
@@ -173,12 +67,12 @@ pub async fn entity_thumbnail(
     security((), ("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Property value id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c6"), ("size" = u32, Path, description = "Side of the square thumbnail in pixels: 50, 200 or 400", example = 200)),
     responses(
-        (status = 200, description = "Where to get the thumbnail", body = doc::SignedUrl, example = doc::thumbnail_example),
-        (status = 400, description = "Invalid `size`, an unsupported file type, an image over 40 megapixels, a file that cannot be decoded, or a PDF over `thumbnails.pdf_timeout_ms` (a failure is answered again, without rendering, for 10 minutes)", body = doc::ErrorBody),
-        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
-        (status = 404, description = "The value is missing or not visible, or its file is missing from storage", body = doc::ErrorBody),
-        (status = 413, description = "The source file is larger than 25 MB", body = doc::ErrorBody),
-        (status = 503, description = "Too many thumbnails are rendering (`thumbnails_busy`), a query timed out (`query_timeout`) or no database connection came free (`database_busy`); all with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "Where to get the thumbnail", body = SignedUrl, example = thumbnail_example),
+        (status = 400, response = inline(ThumbnailRefused)),
+        (status = 401, response = inline(InvalidToken)),
+        (status = 404, description = "The value is missing or not visible, or its file is missing from storage", body = ErrorBody),
+        (status = 413, response = inline(SourceTooLarge)),
+        (status = 503, response = inline(ThumbnailUnavailable)),
     )
 )]
 pub async fn property_thumbnail(
@@ -191,13 +85,16 @@ pub async fn property_thumbnail(
     let size = thumbnail::parse_size(&size)?;
     let value = {
         let mut conn = state.pool.get().await?;
-        property::visible_value(&mut conn, &db, &id, caller.person_in(&db)).await?
+        access::shown_value(&mut conn, &db, &id, caller.person_in(&db)).await?
     };
     if value.filename.is_none() {
         return Err(ThumbnailError::Unsupported.into());
     }
-    let key = ObjectKey::file(&db, &value.entity_id, &value.id).ok_or_else(|| invalid_key(&db))?;
-    state.files.thumbnail_url(&key, size).await
+    let url = state
+        .files
+        .thumbnail_url(&db, &value.entity_id, &value.id, size)
+        .await?;
+    Ok(HttpResponse::Ok().json(SignedUrl { url }))
 }
 
 /// The local backend and the signed request's key and query; 403 for
@@ -242,12 +139,12 @@ fn refused(refusal: Refusal) -> ApiError {
         ("length" = Option<u64>, Query, description = "The signed `Content-Length`"),
         ("disposition" = Option<String>, Query, description = "The signed `Content-Disposition`"),
         ("signature" = String, Query, description = "HMAC of the rest")),
-    request_body(content = inline(doc::FileContent), content_type = "application/octet-stream", description = "The file's content"),
+    request_body(content = inline(FileContent), content_type = "application/octet-stream", description = "The file's content"),
     responses(
         (status = 200, description = "Stored"),
-        (status = 400, description = "The upload failed", body = doc::ErrorBody),
-        (status = 403, description = "Expired or altered URL, or `Content-Type` or `Content-Length` other than the signed ones", body = doc::ErrorBody),
-        (status = 404, description = "Files are not stored locally", body = doc::ErrorBody),
+        (status = 400, description = "The upload failed", body = ErrorBody),
+        (status = 403, description = "Expired or altered URL, or `Content-Type` or `Content-Length` other than the signed ones", body = ErrorBody),
+        (status = 404, description = "Files are not stored locally", body = ErrorBody),
     )
 )]
 pub async fn storage_put(
@@ -287,9 +184,9 @@ pub async fn storage_put(
         ("disposition" = Option<String>, Query, description = "The signed `Content-Disposition`"),
         ("signature" = String, Query, description = "HMAC of the rest")),
     responses(
-        (status = 200, description = "The content, with the signed content type and disposition, `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox`", content_type = "application/octet-stream", body = inline(doc::FileContent)),
-        (status = 403, description = "Expired or altered URL", body = doc::ErrorBody),
-        (status = 404, description = "Files are not stored locally, or the file is missing", body = doc::ErrorBody),
+        (status = 200, description = "The content, with the signed content type and disposition, `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox`", content_type = "application/octet-stream", body = inline(FileContent)),
+        (status = 403, description = "Expired or altered URL", body = ErrorBody),
+        (status = 404, description = "Files are not stored locally, or the file is missing", body = ErrorBody),
     )
 )]
 pub async fn storage_get(

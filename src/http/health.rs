@@ -2,29 +2,31 @@
 
 use actix_web::{HttpResponse, web};
 use diesel_async::RunQueryDsl;
-use serde_json::json;
 
 use super::AppState;
-use super::openapi as doc;
+use super::views::service::{About, Health, Ready};
 
 /// `GET /`: name and version.
 #[utoipa::path(
     get, path = "/", operation_id = "about", tag = "service", summary = "Name and version",
-    responses((status = 200, description = "The service's name and version", body = doc::About,
+    responses((status = 200, description = "The service's name and version", body = About,
                example = json!({"name": "eds", "version": "0.1.0"})))
 )]
 pub async fn about() -> HttpResponse {
-    HttpResponse::Ok().json(json!({"name": "eds", "version": env!("CARGO_PKG_VERSION")}))
+    HttpResponse::Ok().json(About {
+        name: "eds",
+        version: env!("CARGO_PKG_VERSION"),
+    })
 }
 
 /// `GET /health`: the process serves requests (for load balancers).
 #[utoipa::path(
     get, path = "/health", operation_id = "health", tag = "service", summary = "Liveness",
     description = "The process serves requests (for load balancers).",
-    responses((status = 200, description = "Serving", body = doc::Health, example = json!({"status": "ok"})))
+    responses((status = 200, description = "Serving", body = Health, example = json!({"status": "ok"})))
 )]
 pub async fn health() -> HttpResponse {
-    HttpResponse::Ok().json(json!({"status": "ok"}))
+    HttpResponse::Ok().json(Health { status: "ok" })
 }
 
 /// `GET /ready`: PostgreSQL and object storage answer (for orchestrators);
@@ -33,8 +35,8 @@ pub async fn health() -> HttpResponse {
     get, path = "/ready", operation_id = "ready", tag = "service", summary = "Readiness",
     description = "PostgreSQL and object storage answer (for orchestrators).",
     responses(
-        (status = 200, description = "Both answer", body = doc::Ready, example = json!({"database": true, "storage": true})),
-        (status = 503, description = "One does not", body = doc::Ready, example = json!({"database": true, "storage": false})),
+        (status = 200, description = "Both answer", body = Ready, example = json!({"database": true, "storage": true})),
+        (status = 503, description = "One does not", body = Ready, example = json!({"database": true, "storage": false})),
     )
 )]
 pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
@@ -43,7 +45,7 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
         Err(_) => false,
     };
     let storage = state.files.store.check().await.is_ok();
-    let body = json!({"database": database, "storage": storage});
+    let body = Ready { database, storage };
     if database && storage {
         HttpResponse::Ok().json(body)
     } else {

@@ -3,10 +3,9 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use subtle::ConstantTimeEq;
 
-use super::openapi as doc;
 use super::{AppState, bearer};
 use crate::db::{Pool, formula_queue};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 
 /// `metrics.token`: the Bearer token a scrape must carry; empty, none.
 pub struct MetricsToken(pub String);
@@ -21,7 +20,7 @@ pub struct MetricsToken(pub String);
     responses((status = 200, description = "Counters, gauges and histograms of the process", body = String,
                content_type = "text/plain",
                example = json!("# TYPE eds_http_requests_total counter\neds_http_requests_total{method=\"GET\",route=\"/health\",status=\"200\"} 42\n")),
-              (status = 401, description = "`metrics.token` is set and the request does not carry it", body = doc::ErrorBody))
+              (status = 401, description = "`metrics.token` is set and the request does not carry it", body = ErrorBody))
 )]
 pub async fn read(
     state: web::Data<AppState>,

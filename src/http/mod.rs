@@ -4,11 +4,13 @@ pub mod auth;
 pub mod entity;
 pub mod files;
 pub mod health;
+pub mod list;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;
 pub mod property;
 pub mod usage;
+pub mod views;
 
 use std::net::IpAddr;
 
@@ -26,7 +28,8 @@ use crate::error::ApiError;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::usage::Usage;
-use crate::write::{self, WriteOp, WriteOutcome, WriteRequest};
+use crate::write::keys::prepare_keys;
+use crate::write::{WriteOp, WriteOutcome, WriteRequest};
 
 /// Shared state of every worker.
 pub struct AppState {
@@ -38,7 +41,7 @@ pub struct AppState {
     pub trusted_proxies: Vec<IpAddr>,
     pub clock: Clock,
     pub usage: Usage,
-    pub files: files::Files,
+    pub files: crate::storage::files::FileService,
     /// List answers reused while their database is unchanged; `None` when turned off.
     pub answers: Option<AnswerCache>,
     /// Most values one write may hold (`limits.max_values_per_write`).
@@ -62,7 +65,7 @@ impl AppState {
             actor,
             op,
         };
-        let keys = write::prepare_keys(&self.pool, &request).await?;
+        let keys = prepare_keys(&self.pool, &request).await?;
         self.writers.write(request, keys).await
     }
 
@@ -208,7 +211,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         at(M::GET, "/api/auth", auth::authenticate),
         at(M::GET, "/api/auth/refresh", auth::refresh),
         at(M::GET, "/api/{db}", usage::read),
-        at(M::GET, "/api/{db}/entity", entity::list),
+        at(M::GET, "/api/{db}/entity", list::list),
         at(M::POST, "/api/{db}/entity", entity::create),
         at(M::GET, "/api/{db}/entity/{id}", entity::read),
         at(M::POST, "/api/{db}/entity/{id}", entity::add_values),

@@ -4,15 +4,12 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 use serde_json::{Value as Json, json};
 
-use super::openapi as doc;
+use super::views::responses::{InvalidToken, ReadUnavailable, TokenRequired, WriteUnavailable};
+use super::views::values::{PropertyValue, property_example};
+use super::views::writes::Deleted;
 use super::{AppState, Caller};
-use crate::error::ApiError;
-use diesel_async::AsyncPgConnection;
-
-use crate::db::values::{self, ValueRow};
-use crate::model::ids::is_valid_id;
-use crate::rights::view_level;
-use crate::view;
+use crate::error::{ApiError, ErrorBody};
+use crate::view::{self, access};
 use crate::write::WriteOp;
 
 #[derive(Debug, Deserialize)]
@@ -31,12 +28,12 @@ pub struct ReadQuery {
         ("download" = Option<String>, Query, description = "`true`: redirect to the file's download URL", example = "true"),
     ),
     responses(
-        (status = 200, description = "The value", body = doc::PropertyValue, example = doc::property_example),
+        (status = 200, description = "The value", body = PropertyValue, example = property_example),
         (status = 302, description = "With `download=true` on a file value: the signed download URL",
          headers(("Location" = String, description = "The download URL, valid 60 seconds"))),
-        (status = 401, description = "The token is malformed, expired, of the wrong kind or from another address", body = doc::ErrorBody),
-        (status = 404, description = "No such database, or the value is missing, deleted or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 401, response = inline(InvalidToken)),
+        (status = 404, description = "No such database, or the value is missing, deleted or not visible to the caller", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn read(
@@ -49,9 +46,9 @@ pub async fn read(
     state.require_database(&db).await?;
     let mut conn = state.pool.get().await?;
     let person = caller.person_in(&db);
-    let value = visible_value(&mut conn, &db, &id, person).await?;
+    let value = access::shown_value(&mut conn, &db, &id, person).await?;
     // References resolve inside an entity document; wrap the value in one.
-    let mut docs = [json!({ value.prop.clone(): [view::property_json(&value)] })];
+    let mut docs = [json!({ value.prop.clone(): [value.property_json()] })];
     view::resolve_references(&mut conn, &db, person, &mut docs).await?;
     let [mut doc] = docs;
     let mut resolved = doc[&value.prop][0].take();
@@ -64,33 +61,6 @@ pub async fn read(
     Ok(HttpResponse::Ok().json(resolved))
 }
 
-/// A live value that the caller's view of its entity shows; 404 for anything
-/// else (missing, deleted, or not visible to the caller alike).
-pub async fn visible_value(
-    conn: &mut AsyncPgConnection,
-    db: &str,
-    id: &str,
-    person: Option<&str>,
-) -> Result<ValueRow, ApiError> {
-    if !is_valid_id(id) {
-        return Err(ApiError::property_not_found());
-    }
-    let value = values::find_value(conn, db, id)
-        .await?
-        .filter(|value| value.deleted_at.is_none())
-        .ok_or_else(ApiError::property_not_found)?;
-    let entity = values::live_entity(conn, db, &value.entity_id, false)
-        .await?
-        .ok_or_else(ApiError::property_not_found)?;
-    let shown = view_level(entity.sharing(), &entity.lists(), person)
-        .is_some_and(|level| view::shows(&entity, level, &value.prop));
-    if shown {
-        Ok(value)
-    } else {
-        Err(ApiError::property_not_found())
-    }
-}
-
 /// `DELETE /api/{db}/property/{_id}`: soft-deletes the value → `{"deleted":true}`.
 #[utoipa::path(
     delete, path = "/api/{db}/property/{id}", operation_id = "delete_property", tag = "properties", summary = "Delete one value",
@@ -98,11 +68,11 @@ pub async fn visible_value(
     security(("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Property value id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c6")),
     responses(
-        (status = 200, description = "Deleted", body = doc::Deleted, example = json!({"deleted": true})),
-        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
-        (status = 403, description = "Missing rights, or a value that cannot be deleted", body = doc::ErrorBody),
-        (status = 404, description = "No such database, or the value is missing or not visible to the caller", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "Deleted", body = Deleted, example = json!({"deleted": true})),
+        (status = 401, response = inline(TokenRequired)),
+        (status = 403, description = "Missing rights, or a value that cannot be deleted", body = ErrorBody),
+        (status = 404, description = "No such database, or the value is missing or not visible to the caller", body = ErrorBody),
+        (status = 503, response = inline(WriteUnavailable)),
     )
 )]
 pub async fn delete(
@@ -112,5 +82,5 @@ pub async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     let (db, value_id) = path.into_inner();
     state.write_as(&caller, &db, WriteOp::DeleteValue { value_id }).await?;
-    Ok(HttpResponse::Ok().json(json!({"deleted": true})))
+    Ok(HttpResponse::Ok().json(Deleted { deleted: true }))
 }

@@ -2,9 +2,10 @@
 
 use actix_web::{HttpResponse, web};
 
-use super::openapi as doc;
+use super::views::responses::{ReadUnavailable, TokenRequired};
 use super::{AppState, Caller};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
+use crate::usage::{UsageObject, usage_example};
 
 #[utoipa::path(
     get, path = "/api/{db}", operation_id = "database_usage", tag = "usage", summary = "Database usage",
@@ -12,11 +13,11 @@ use crate::error::ApiError;
     security(("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo")),
     responses(
-        (status = 200, description = "The usage object", body = doc::UsageObject, example = doc::usage_example),
-        (status = 401, description = "No token, or an unacceptable one", body = doc::ErrorBody),
-        (status = 403, description = "The token is for other databases only", body = doc::ErrorBody),
-        (status = 404, description = "No such database", body = doc::ErrorBody),
-        (status = 503, description = "The query took longer than `database.statement_timeout_ms` (`query_timeout`), or no database connection came free within that time (`database_busy`); both with `Retry-After`", body = doc::ErrorBody),
+        (status = 200, description = "The usage object", body = UsageObject, example = usage_example),
+        (status = 401, response = inline(TokenRequired)),
+        (status = 403, description = "The token is for other databases only", body = ErrorBody),
+        (status = 404, description = "No such database", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
     )
 )]
 pub async fn read(state: web::Data<AppState>, caller: Caller, db: web::Path<String>) -> Result<HttpResponse, ApiError> {

@@ -1,7 +1,7 @@
 //! Counter arithmetic: the next value of a counter property, and the
 //! normalised form of a counter value given with its own string.
 
-use crate::view::number_json;
+use crate::model::json::number_json;
 
 /// The last run of ASCII digits in `text`: its byte range and value; `None`
 /// when there is none, or when it is too long to be a finite number.

@@ -3,6 +3,9 @@
 pub mod counter;
 pub mod definition;
 pub mod ids;
+pub mod json;
+pub mod projection;
+pub mod stored;
 pub mod value;
 
 /// Property holding hashed API keys; shown as `***` everywhere but in its creation response.

@@ -4,9 +4,9 @@
 use chrono::{DateTime, Utc};
 
 use super::{Condition, DEFAULT_LIMIT, Field, Filter, ListQuery, Operand, Operator, RegexFlags, SortKey, SortTarget};
-use crate::db::projection::SEARCH_WORD_CHARS;
 use crate::error::{ApiError, ErrorCode};
 use crate::model::ids::is_valid_id;
+use crate::model::projection::SEARCH_WORD_CHARS;
 use crate::model::value::{is_storable_date, is_storable_text, is_valid_property_name, parse_date, parse_datetime};
 
 const MAX_REGEX_LENGTH: usize = 512;

@@ -5,6 +5,7 @@
 //! Object keys are built only from validated parts (database name, entity and
 //! value ids, a thumbnail size), never from a filename.
 
+pub mod files;
 pub mod local;
 pub mod s3;
 pub mod thumbnail;

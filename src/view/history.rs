@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value as Json};
 
-use super::{format_datetime, stored_value_json};
-use crate::db::values::ValueRow;
+use crate::model::json::format_datetime;
+use crate::model::stored::ValueRow;
 
 /// The changes of an entity, newest first. Values of one property added and
 /// deleted at the same moment by the same author form one change (an
@@ -40,10 +40,10 @@ pub fn changes(rows: &[ValueRow]) -> Vec<Json> {
             change.insert("at".into(), Json::String(format_datetime(key.0)));
             change.insert("by".into(), key.2.map_or(Json::Null, |by| Json::String(by.to_owned())));
             if let Some(row) = old.get(index) {
-                change.insert("old".into(), Json::Object(stored_value_json(row)));
+                change.insert("old".into(), Json::Object(row.stored_json()));
             }
             if let Some(row) = new.get(index) {
-                change.insert("new".into(), Json::Object(stored_value_json(row)));
+                change.insert("new".into(), Json::Object(row.stored_json()));
             }
             changes.push(Json::Object(change));
         }

@@ -1,106 +1,32 @@
-//! Entities and values as JSON, as a caller may see them: credentials hidden,
-//! dates in the service's formats, references carrying their target's name.
+//! Entities as a caller may see them: the view their rights give them, and
+//! references carrying what the caller may see of their targets. `access`
+//! loads an entity or a value for a caller and answers 404 for what they
+//! cannot see; the rule itself is `rights::Visibility`.
 
 use std::collections::{BTreeSet, HashMap};
 
-use chrono::{DateTime, NaiveDate, Utc};
 use diesel::QueryResult;
 use diesel_async::AsyncPgConnection;
-use serde_json::{Map, Value as Json, json};
+use serde_json::Value as Json;
 
-use crate::db::values::{self, EntityRow, Target, ValueRow};
-use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
+use crate::db::values::{self, EntityRow, Target};
 use crate::rights::ViewLevel;
 
+pub mod access;
 pub mod history;
 
-/// System properties every view of an entity shows.
-pub const ALWAYS_SHOWN: [&str; 3] = ["_type", "_parent", "_sharing"];
-
-/// Whether property `prop` of an entity shows in the given view of it.
-pub fn shows(entity: &EntityRow, level: ViewLevel, prop: &str) -> bool {
-    match level {
-        ViewLevel::Full => true,
-        ViewLevel::Domain => ALWAYS_SHOWN.contains(&prop) || entity.domain_props.iter().any(|p| p == prop),
-        ViewLevel::Public => ALWAYS_SHOWN.contains(&prop) || entity.public_props.iter().any(|p| p == prop),
+/// The entity document as `person`'s view (`None`: anonymous) shows it;
+/// `None` when they see nothing of it.
+pub fn visible_doc(mut entity: EntityRow, person: Option<&str>) -> Option<Json> {
+    let mut doc = std::mem::take(&mut entity.doc);
+    let visibility = entity.visibility();
+    let level = visibility.view_level(person)?;
+    if level != ViewLevel::Full
+        && let Some(object) = doc.as_object_mut()
+    {
+        object.retain(|prop, _| visibility.shows(level, prop));
     }
-}
-
-/// The entity document as the given view shows it.
-pub fn visible_doc(entity: EntityRow, level: ViewLevel) -> Json {
-    if level == ViewLevel::Full {
-        return entity.doc;
-    }
-    let mut doc = entity.doc.clone();
-    if let Some(object) = doc.as_object_mut() {
-        object.retain(|prop, _| prop == "_id" || shows(&entity, level, prop));
-    }
-    doc
-}
-
-/// A `date` value: midnight UTC, `YYYY-MM-DDT00:00:00.000Z`.
-pub fn format_date(date: NaiveDate) -> String {
-    format!("{}T00:00:00.000Z", date.format("%Y-%m-%d"))
-}
-
-/// A `datetime` value: RFC 3339 UTC with milliseconds.
-pub fn format_datetime(at: DateTime<Utc>) -> String {
-    at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
-}
-
-/// Whole numbers are written without a fraction, as clients of the original expect.
-pub fn number_json(number: f64) -> Json {
-    const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0; // 2^53
-    if number.fract() == 0.0 && number.abs() < EXACT_INTEGERS {
-        Json::from(number as i64)
-    } else {
-        serde_json::Number::from_f64(number).map_or(Json::Null, Json::Number)
-    }
-}
-
-/// A stored value as it appears inside an entity: `_id` and its fields.
-pub fn stored_value_json(row: &ValueRow) -> Map<String, Json> {
-    let mut value = Map::new();
-    value.insert("_id".into(), Json::String(row.id.clone()));
-    if row.prop == API_KEY_PROPERTY {
-        value.insert("string".into(), Json::String("***".into()));
-        return value;
-    }
-    if row.prop == LOGIN_PROPERTY {
-        // A login method shows only its e-mail or device name; the login
-        // fields the service matches at sign-in never leave it.
-        if let Some(shown) = &row.string {
-            value.insert("string".into(), Json::String(shown.clone()));
-        }
-        return value;
-    }
-    let mut put = |field: &str, json: Option<Json>| {
-        if let Some(json) = json {
-            value.insert(field.into(), json);
-        }
-    };
-    put("string", row.string.clone().map(Json::String));
-    put("number", row.number.map(number_json));
-    put("boolean", row.boolean.map(Json::Bool));
-    put("date", row.date.map(|d| Json::String(format_date(d))));
-    put("datetime", row.datetime.map(|d| Json::String(format_datetime(d))));
-    put("reference", row.reference.clone().map(Json::String));
-    put("filename", row.filename.clone().map(Json::String));
-    put("filesize", row.filesize.map(Json::from));
-    put("filetype", row.filetype.clone().map(Json::String));
-    put("language", row.language.clone().map(Json::String));
-    value
-}
-
-/// A value read on its own (`GET /api/{db}/property/{_id}`): with `type` and `created`.
-pub fn property_json(row: &ValueRow) -> Json {
-    let mut value = stored_value_json(row);
-    value.insert("type".into(), Json::String(row.prop.clone()));
-    value.insert(
-        "created".into(),
-        json!({"at": format_datetime(row.created_at), "by": row.created_by}),
-    );
-    Json::Object(value)
+    Some(doc)
 }
 
 /// Adds `string` (the target's name), `entity_type` (the target's type name)
@@ -146,16 +72,17 @@ pub async fn resolve_references(
                 };
                 if let Some(target) = found.get(target) {
                     let is_type = prop == "_type";
-                    let name = if is_type {
+                    let visibility = target.access.visibility();
+                    let name = if is_type || visibility.shows_to(person, "name") {
                         target.name.as_deref()
                     } else {
-                        target.name_for(person)
+                        None
                     };
                     if let Some(name) = name {
                         value.insert("string".into(), Json::String(name.to_owned()));
                     }
                     if let Some(type_name) = &target.type_name
-                        && (is_type || target.readable_by(person))
+                        && (is_type || visibility.view_level(person).is_some())
                     {
                         value.insert("entity_type".into(), Json::String(type_name.clone()));
                     }
@@ -165,4 +92,58 @@ pub async fn resolve_references(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn entity(sharing: &str) -> EntityRow {
+        EntityRow {
+            id: "e1".into(),
+            type_id: Some("t1".into()),
+            parent_ids: Vec::new(),
+            name: Some("Dune".into()),
+            sharing: sharing.into(),
+            owners: strings(&["ann"]),
+            editors: strings(&["ann"]),
+            expanders: strings(&["ann"]),
+            viewers: strings(&["ann"]),
+            noaccess: strings(&["eve"]),
+            doc: json!({
+                "_id": "e1",
+                "_type": [{"_id": "v1", "reference": "t1"}],
+                "_owner": [{"_id": "v2", "reference": "ann"}],
+                "name": [{"_id": "v3", "string": "Dune"}],
+                "price": [{"_id": "v4", "number": 9}],
+            }),
+            public_props: strings(&["name"]),
+            domain_props: strings(&["name", "price"]),
+        }
+    }
+
+    #[test]
+    fn each_caller_sees_the_view_their_rights_give_them() {
+        let full = visible_doc(entity("public"), Some("ann")).unwrap();
+        assert_eq!(full, entity("public").doc);
+        let domain = visible_doc(entity("public"), Some("bob")).unwrap();
+        let keys: Vec<&String> = domain.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["_id", "_type", "name", "price"]);
+        let public = visible_doc(entity("public"), None).unwrap();
+        let keys: Vec<&String> = public.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["_id", "_type", "name"]);
+    }
+
+    #[test]
+    fn a_caller_who_sees_nothing_gets_nothing() {
+        assert_eq!(visible_doc(entity("public"), Some("eve")), None);
+        assert_eq!(visible_doc(entity("domain"), None), None);
+        assert_eq!(visible_doc(entity("private"), Some("bob")), None);
+    }
 }

@@ -4,7 +4,7 @@ use actix_web::dev::ServiceResponse;
 use actix_web::http::header;
 use actix_web::middleware::ErrorHandlerResponse;
 
-use crate::error::ErrorCode;
+use crate::error::{ErrorBody, ErrorCode};
 
 /// Error responses made outside the handlers (payload limits, method
 /// mismatches) get the same JSON body as every other error.
@@ -26,11 +26,11 @@ pub fn json_error_body<B>(response: ServiceResponse<B>) -> actix_web::Result<Err
         _ => ErrorCode::BadRequest,
     };
     let (request, _) = response.into_parts();
-    let body = actix_web::HttpResponse::build(status).json(serde_json::json!({
-        "status": status.as_u16(),
-        "error": code.as_str(),
-        "message": message,
-    }));
+    let body = actix_web::HttpResponse::build(status).json(ErrorBody {
+        status: status.as_u16(),
+        error: code.as_str(),
+        message,
+    });
     Ok(ErrorHandlerResponse::Response(
         ServiceResponse::new(request, body).map_into_right_body(),
     ))

@@ -8,7 +8,7 @@ use super::search::search_words;
 use super::statement::{Bind, Sql};
 use crate::model::API_KEY_PROPERTY;
 use crate::query::{Condition, Field, ListQuery, Operand, Operator, RegexFlags};
-use crate::view::ALWAYS_SHOWN;
+use crate::rights::ALWAYS_SHOWN;
 
 /// The conditions every match meets: a live entity of `db` the caller may
 /// read, holding the search words and passing the filters.

@@ -1,0 +1,244 @@
+//! Following a re-projection: what must be re-projected after it
+//! (inheriting descendants, referrers, a type's entities) and the formulas to
+//! queue and strip.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde_json::Value as Json;
+
+use super::{Changes, TypeCache, project_one};
+use crate::db::schema::{entities, property_values};
+use crate::db::values::EntityRow;
+use crate::db::{formula_queue, formulas};
+use crate::rights::RightsLists;
+
+/// Re-projects what must follow the `changes` of entity `id`, and what must
+/// follow those in turn; queues and strips formulas reading them.
+pub(super) async fn follow(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    id: &str,
+    changes: Changes,
+    hops: i32,
+) -> QueryResult<usize> {
+    let mut pending: Vec<String> = Vec::new();
+    let mut done = HashSet::from([id.to_owned()]);
+    let mut queued = BTreeSet::new();
+    // entities fewer may read: formulas reading them are stripped at once
+    let mut readers_changed = Vec::new();
+    let mut next = Some((id.to_owned(), changes));
+    loop {
+        let (current, changes) = match next.take() {
+            Some(first) => first,
+            None => {
+                let Some(current) = pending.pop() else { break };
+                if !done.insert(current.clone()) {
+                    continue; // a cycle of parents or references
+                }
+                let changes = project_one(conn, types, db, &current, None).await?;
+                (current, changes)
+            }
+        };
+        if changes.rights {
+            let heirs = cascade_rights(conn, db, vec![current.clone()]).await?;
+            // an heir's own search text and formulas depend on its readers,
+            // its referrers' search text on who may read its name
+            pending.extend(readers_dependent(conn, db, &heirs).await?);
+            pending.extend(referrers(conn, db, &heirs).await?);
+            readers_changed.extend(heirs);
+        }
+        queued.extend(changes.dependents);
+        if changes.narrowed {
+            readers_changed.push(current.clone());
+        }
+        if changes.name {
+            pending.extend(referrers(conn, db, std::slice::from_ref(&current)).await?);
+        }
+        for type_id in changes.types_to_reproject {
+            let members: Vec<String> = entities::table
+                .filter(entities::db.eq(db))
+                .filter(entities::type_id.eq(&type_id))
+                .filter(entities::deleted_at.is_null())
+                .select(entities::id)
+                .load(conn)
+                .await?;
+            pending.extend(members);
+        }
+        pending.retain(|entity| !done.contains(entity));
+    }
+    if !readers_changed.is_empty() {
+        queued.extend(formulas::strip(conn, db, readers_changed).await?);
+    }
+    let queued: Vec<String> = queued.into_iter().collect();
+    formula_queue::enqueue(conn, db, &queued, hops + 1).await?;
+    Ok(queued.len())
+}
+
+/// Live entities pointing at any of `ids` through their own (not system)
+/// reference properties: their search text may hold those entities' names.
+async fn referrers(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<String>> {
+    property_values::table
+        .filter(property_values::db.eq(db))
+        .filter(property_values::reference.eq_any(ids))
+        .filter(property_values::deleted_at.is_null())
+        .filter(property_values::prop.not_like("\\_%"))
+        .select(property_values::entity_id)
+        .distinct()
+        .load(conn)
+        .await
+}
+
+/// Those of `ids` whose projection depends on who may read them: they hold
+/// references (whose names their search text may carry) or their type
+/// defines formulas.
+async fn readers_dependent(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<String>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut found: Vec<String> = property_values::table
+        .filter(property_values::db.eq(db))
+        .filter(property_values::entity_id.eq_any(ids))
+        .filter(property_values::deleted_at.is_null())
+        .filter(property_values::reference.is_not_null())
+        .filter(property_values::prop.not_like("\\_%"))
+        .select(property_values::entity_id)
+        .distinct()
+        .load(conn)
+        .await?;
+    found.extend(formulas::with_formulas(conn, db, ids).await?);
+    Ok(found)
+}
+
+/// An inheriting entity's id, parents and current effective lists.
+type HeirRow = (
+    String,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+);
+
+/// Re-computes the effective rights of every live descendant that inherits
+/// from `changed` (entities whose effective rights just changed), a level at
+/// a time with a handful of set-based queries per level: only the rights
+/// columns depend on a parent, so nothing else is rebuilt here. Answers the
+/// descendants whose lists changed.
+async fn cascade_rights(conn: &mut AsyncPgConnection, db: &str, mut changed: Vec<String>) -> QueryResult<Vec<String>> {
+    let mut visited: HashSet<String> = changed.iter().cloned().collect();
+    let mut heirs_changed = Vec::new();
+    while !changed.is_empty() {
+        // Children found through their `_parent` values (a btree probe per
+        // changed entity): a GIN overlap with thousands of keys is far slower.
+        let children = property_values::table
+            .filter(property_values::db.eq(db))
+            .filter(property_values::reference.eq_any(&changed))
+            .filter(property_values::prop.eq("_parent"))
+            .filter(property_values::deleted_at.is_null())
+            .select(property_values::entity_id);
+        let heirs: Vec<HeirRow> = entities::table
+            .filter(entities::db.eq(db))
+            .filter(entities::id.eq_any(children))
+            .filter(entities::inherit_rights.eq(true))
+            .filter(entities::deleted_at.is_null())
+            .select((
+                entities::id,
+                entities::parent_ids,
+                entities::owners,
+                entities::editors,
+                entities::expanders,
+                entities::viewers,
+                entities::noaccess,
+            ))
+            .load(conn)
+            .await?;
+        let heirs: Vec<_> = heirs
+            .into_iter()
+            .filter(|heir| visited.insert(heir.0.clone()))
+            .collect();
+        if heirs.is_empty() {
+            break;
+        }
+        let heir_ids: Vec<String> = heirs.iter().map(|heir| heir.0.clone()).collect();
+        let own_rows: Vec<(String, String, Option<String>)> = property_values::table
+            .filter(property_values::db.eq(db))
+            .filter(property_values::entity_id.eq_any(&heir_ids))
+            .filter(property_values::deleted_at.is_null())
+            .filter(property_values::prop.eq_any(crate::rights::RIGHTS_PROPERTIES))
+            .select((
+                property_values::entity_id,
+                property_values::prop,
+                property_values::reference,
+            ))
+            .load(conn)
+            .await?;
+        let mut own: HashMap<String, RightsLists> = HashMap::new();
+        for (entity, prop, person) in own_rows {
+            let Some(person) = person else { continue };
+            let lists = own.entry(entity).or_default();
+            let list = match prop.as_str() {
+                "_owner" => &mut lists.owners,
+                "_editor" => &mut lists.editors,
+                "_expander" => &mut lists.expanders,
+                "_viewer" => &mut lists.viewers,
+                _ => &mut lists.noaccess,
+            };
+            list.insert(person);
+        }
+        let parent_ids: BTreeSet<&String> = heirs.iter().flat_map(|heir| heir.1.iter()).collect();
+        let parents: HashMap<String, RightsLists> = entities::table
+            .filter(entities::db.eq(db))
+            .filter(entities::id.eq_any(parent_ids))
+            .filter(entities::deleted_at.is_null())
+            .select(EntityRow::as_select())
+            .load(conn)
+            .await?
+            .into_iter()
+            .map(|row| (row.id.clone(), row.lists()))
+            .collect();
+        let mut updates = Vec::new();
+        let mut next = Vec::new();
+        for (id, parent_ids, owners, editors, expanders, viewers, noaccess) in heirs {
+            let inherited: Vec<RightsLists> = parent_ids.iter().filter_map(|p| parents.get(p).cloned()).collect();
+            let lists = RightsLists::effective(&own.remove(&id).unwrap_or_default(), &inherited);
+            let set = |items: Vec<String>| items.into_iter().collect::<BTreeSet<_>>();
+            let before = RightsLists {
+                owners: set(owners),
+                editors: set(editors),
+                expanders: set(expanders),
+                viewers: set(viewers),
+                noaccess: set(noaccess),
+            };
+            if before != lists {
+                updates.push(serde_json::json!({
+                    "id": id, "owners": lists.owners, "editors": lists.editors,
+                    "expanders": lists.expanders, "viewers": lists.viewers, "noaccess": lists.noaccess,
+                }));
+                next.push(id);
+            }
+        }
+        if !updates.is_empty() {
+            let list = |key: &str| format!("ARRAY(SELECT jsonb_array_elements_text(d.value -> '{key}'))");
+            diesel::sql_query(format!(
+                "UPDATE entities e SET owners = {}, editors = {}, expanders = {}, viewers = {}, noaccess = {} \
+                 FROM jsonb_array_elements($2) d WHERE e.db = $1 AND e.id = d.value ->> 'id'",
+                list("owners"),
+                list("editors"),
+                list("expanders"),
+                list("viewers"),
+                list("noaccess"),
+            ))
+            .bind::<diesel::sql_types::Text, _>(db)
+            .bind::<diesel::sql_types::Jsonb, _>(Json::Array(updates))
+            .execute(conn)
+            .await?;
+        }
+        heirs_changed.extend(next.iter().cloned());
+        changed = next;
+    }
+    Ok(heirs_changed)
+}

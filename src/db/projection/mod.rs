@@ -1,0 +1,258 @@
+//! The per-entity read projection, stored in `entities`: the entity's JSON,
+//! name, type, parents, sharing, effective rights, views and search text,
+//! rebuilt from its live values inside the transaction of every write that
+//! touches it. Building it is pure ([`crate::model::projection`]); here it is
+//! loaded, stored and followed.
+
+mod follow;
+mod rebuild;
+mod types;
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+
+use self::follow::follow;
+pub use self::rebuild::rebuild;
+pub use self::types::{TypeCache, TypeInfo};
+use crate::db::formulas;
+use crate::db::schema::entities;
+use crate::db::values::{self, EntityRow};
+use crate::model::projection::{Projection, references_in};
+use crate::model::stored::ValueRow;
+use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
+use crate::rights::{RightsLists, Visibility};
+
+/// Re-projects entity `id` and what must follow it at once: inheriting
+/// descendants when its effective rights change, referrers when its name or
+/// who may read it changes (their search text holds its name), and the
+/// entities of a type when one of its property definitions or its own
+/// sharing changes. Entities whose formulas read a changed entity are queued
+/// (`formula_queue`); where who may read it changed, their formula values
+/// are removed at once, so a narrowing never lags (see [`formulas::strip`]).
+/// Answers how many entities it queued.
+pub async fn project(conn: &mut AsyncPgConnection, types: &mut TypeCache, db: &str, id: &str) -> QueryResult<usize> {
+    project_from(conn, types, db, id, None, 0).await
+}
+
+/// An entity being created: its row is inserted with its projection, which
+/// is built from `rows`, the values about to be written.
+pub struct NewEntity {
+    pub id: String,
+    pub created_at: DateTime<Utc>,
+    pub created_by: String,
+    pub rows: Vec<ValueRow>,
+}
+
+/// As [`project`], for an entity created in this transaction: it is inserted
+/// (its values go in after it), nothing is read back, and nothing can
+/// inherit from or refer to it yet.
+pub async fn project_new(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    mut entity: NewEntity,
+) -> QueryResult<usize> {
+    entity.rows.sort_by(|a, b| a.id.cmp(&b.id)); // as `live_values` orders them
+    let id = entity.id.clone();
+    project_from(conn, types, db, &id, Some(entity), 0).await
+}
+
+/// As [`project`], for an entity taken off the formula queue `hops`
+/// re-computations after the write that started it.
+pub async fn project_after(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    id: &str,
+    hops: i32,
+) -> QueryResult<usize> {
+    project_from(conn, types, db, id, None, hops).await
+}
+
+/// Brings up to date what depended on entity `id`, just soft-deleted (its
+/// row read before as `previous`): inheriting children lose its rights,
+/// referrers its name, a type's entities the definition or the type, and
+/// formulas reading it their values.
+pub async fn project_deleted(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    previous: &EntityRow,
+) -> QueryResult<usize> {
+    let kind = match &previous.type_id {
+        Some(type_id) => types.get(conn, db, type_id).await?.name.clone(),
+        None => None,
+    };
+    let types_to_reproject = match kind.as_deref() {
+        Some(PROPERTY_TYPE) => previous.parent_ids.clone(),
+        Some(ENTITY_TYPE) => vec![previous.id.clone()],
+        _ => Vec::new(),
+    };
+    types.clear();
+    let mut near = previous.parent_ids.clone();
+    near.extend(references_in(&previous.doc));
+    let changes = Changes {
+        dependents: formulas::dependents(conn, db, std::slice::from_ref(&previous.id), near).await?,
+        rights: true,
+        name: true,
+        narrowed: true,
+        types_to_reproject,
+    };
+    follow(conn, types, db, &previous.id, changes, 0).await
+}
+
+async fn project_from(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    id: &str,
+    new_entity: Option<NewEntity>,
+    hops: i32,
+) -> QueryResult<usize> {
+    let changes = project_one(conn, types, db, id, new_entity).await?;
+    follow(conn, types, db, id, changes, hops).await
+}
+
+/// What changed in one re-projection that others depend on.
+struct Changes {
+    /// Entities whose formulas read this one.
+    dependents: Vec<String>,
+    /// Its effective rights lists.
+    rights: bool,
+    /// Its name, or who may read it.
+    name: bool,
+    /// Fewer may read it, or some of its properties.
+    narrowed: bool,
+    types_to_reproject: Vec<String>,
+}
+
+/// Rebuilds one entity's projection, or makes the first of a new entity.
+async fn project_one(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    id: &str,
+    new_entity: Option<NewEntity>,
+) -> QueryResult<Changes> {
+    let is_new = new_entity.is_some();
+    let (created, rows, previous) = match new_entity {
+        Some(entity) => (Some((entity.created_at, entity.created_by)), entity.rows, None),
+        None => (
+            None,
+            values::live_values(conn, db, id).await?,
+            values::live_entity(conn, db, id, false).await?,
+        ),
+    };
+    let (projection, lists) = rebuild(conn, types, db, id, &rows).await?;
+    let array = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>();
+    let columns = (
+        (
+            entities::doc.eq(&projection.doc),
+            entities::name.eq(&projection.name),
+            entities::type_id.eq(&projection.type_id),
+            entities::parent_ids.eq(&projection.parent_ids),
+            entities::sharing.eq(projection.sharing.as_str()),
+            entities::inherit_rights.eq(projection.inherit_rights),
+        ),
+        (
+            entities::owners.eq(array(&lists.owners)),
+            entities::editors.eq(array(&lists.editors)),
+            entities::expanders.eq(array(&lists.expanders)),
+            entities::viewers.eq(array(&lists.viewers)),
+            entities::noaccess.eq(array(&lists.noaccess)),
+        ),
+        (
+            entities::public_props.eq(&projection.public_props),
+            entities::domain_props.eq(&projection.domain_props),
+            entities::search_private.eq(&projection.search_private),
+            entities::search_domain.eq(&projection.search_domain),
+            entities::search_public.eq(&projection.search_public),
+        ),
+    );
+    match created {
+        Some((created_at, created_by)) => {
+            diesel::insert_into(entities::table)
+                .values((
+                    (
+                        entities::db.eq(db),
+                        entities::id.eq(id),
+                        entities::created_at.eq(created_at),
+                        entities::created_by.eq(created_by),
+                    ),
+                    columns,
+                ))
+                .execute(conn)
+                .await?
+        }
+        None => {
+            diesel::update(entities::table)
+                .filter(entities::db.eq(db))
+                .filter(entities::id.eq(id))
+                .set(columns)
+                .execute(conn)
+                .await?
+        }
+    };
+    let mut types_to_reproject = Vec::new();
+    let doc_changed = previous.as_ref().is_none_or(|row| row.doc != projection.doc);
+    let is_definition = match &projection.type_id {
+        Some(type_id) => types.get(conn, db, type_id).await?.name.as_deref() == Some(PROPERTY_TYPE),
+        None => false,
+    };
+    if doc_changed && is_definition {
+        // a definition: its types' entities show and index values by it
+        let mut parents = projection.parent_ids.clone();
+        if let Some(row) = &previous {
+            parents.extend(row.parent_ids.iter().cloned());
+        }
+        types_to_reproject.extend(parents);
+    } else if previous.as_ref().is_some_and(|row| row.sharing() != projection.sharing) {
+        // a type's sharing caps its definitions' (a no-op for other entities)
+        types_to_reproject.push(id.to_owned());
+    }
+    let mut near = projection.parent_ids.clone();
+    near.extend(
+        rows.iter()
+            .filter(|row| !row.prop.starts_with('_'))
+            .filter_map(|row| row.reference.clone()),
+    );
+    let rights = previous.as_ref().map(EntityRow::lists).as_ref() != Some(&lists);
+    let name = previous.as_ref().is_some_and(|row| {
+        let now_visible = Visibility {
+            sharing: projection.sharing,
+            lists: lists.clone(),
+            public_props: &projection.public_props,
+            domain_props: &projection.domain_props,
+        };
+        row.name != projection.name || row.visibility().audience("name") != now_visible.audience("name")
+    });
+    let narrowed = previous.as_ref().is_some_and(|row| narrows(row, &projection, &lists));
+    // a new entity has no referrers: only what it names can depend on it
+    let dependents = if doc_changed && !(is_new && near.is_empty()) {
+        formulas::dependents(conn, db, &[id.to_owned()], near).await?
+    } else {
+        Vec::new()
+    };
+    Ok(Changes {
+        dependents,
+        // nothing inherits from a new entity yet
+        rights: !is_new && rights,
+        name,
+        narrowed,
+        types_to_reproject,
+    })
+}
+
+/// Whether the new projection lets fewer read the entity, or some of its
+/// properties, than its stored row did.
+fn narrows(before: &EntityRow, after: &Projection, lists: &RightsLists) -> bool {
+    let kept = |old: &[String], new: &[String]| old.iter().all(|item| new.contains(item));
+    after.sharing < before.sharing()
+        || !before.viewers.iter().all(|person| lists.viewers.contains(person))
+        || !lists.noaccess.iter().all(|person| before.noaccess.contains(person))
+        || !kept(&before.public_props, &after.public_props)
+        || !kept(&before.domain_props, &after.domain_props)
+}

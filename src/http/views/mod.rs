@@ -1,0 +1,14 @@
+//! The bodies the API answers and takes, each `Serialize + ToSchema`: the
+//! handlers answer with these types and the OpenAPI document describes them
+//! from the same types, so the two cannot drift apart. Entity documents and
+//! their values are built as JSON by `crate::view` (property names are user
+//! data): the types here carry them and describe their shape. Errors are
+//! `crate::error::ErrorBody`.
+
+pub mod auth;
+pub mod entities;
+pub mod files;
+pub mod responses;
+pub mod service;
+pub mod values;
+pub mod writes;

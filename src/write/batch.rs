@@ -1,0 +1,94 @@
+//! The transaction around a batch of writes: one commit for all, a savepoint
+//! per write when one of them is refused, and what the writes of one
+//! transaction learn and may reuse.
+
+use std::collections::HashSet;
+
+use chrono::Utc;
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::{AsyncConnection, AsyncPgConnection};
+use tracing::{Instrument, Span};
+
+use super::counters::CounterCache;
+use super::{WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete};
+use crate::auth::api_key::GeneratedKey;
+use crate::db::projection::TypeCache;
+use crate::error::ApiError;
+
+/// Runs writes in one transaction. With `isolated`, each runs in a savepoint
+/// and a refusal is its outcome; without, the first refusal rolls back all.
+pub(super) async fn run_batch(
+    conn: &mut AsyncPgConnection,
+    batch: &[(WriteRequest, Vec<GeneratedKey>, Span)],
+    isolated: bool,
+) -> Result<Vec<Result<WriteOutcome, ApiError>>, ApiError> {
+    conn.transaction(|conn| {
+        async move {
+            let mut cache = TransactionCache::default();
+            let mut outcomes = Vec::with_capacity(batch.len());
+            for (request, keys, span) in batch {
+                let (request, keys) = (request.clone(), keys.clone());
+                if !isolated {
+                    let outcome = apply_one(conn, &mut cache, request, keys).instrument(span.clone());
+                    outcomes.push(Ok(outcome.await?));
+                    continue;
+                }
+                let caching = &mut cache;
+                let outcome = conn
+                    .transaction(|conn| {
+                        apply_one(conn, caching, request, keys)
+                            .instrument(span.clone())
+                            .scope_boxed()
+                    })
+                    .await;
+                if outcome.is_err() {
+                    // what it cached may have been rolled back with it
+                    cache = TransactionCache::default();
+                }
+                outcomes.push(outcome);
+            }
+            Ok(outcomes)
+        }
+        .scope_boxed()
+    })
+    .await
+}
+
+/// What the writes of one transaction learned and may reuse.
+#[derive(Default)]
+pub(super) struct TransactionCache {
+    pub types: TypeCache,
+    /// Actors already found to be persons of the database.
+    pub persons: HashSet<String>,
+    pub counters: CounterCache,
+}
+
+async fn apply_one(
+    conn: &mut AsyncPgConnection,
+    cache: &mut TransactionCache,
+    request: WriteRequest,
+    keys: Vec<GeneratedKey>,
+) -> Result<WriteOutcome, ApiError> {
+    let (db, actor) = (request.db.as_str(), request.actor.as_str());
+    if !cache.persons.contains(actor) {
+        access::require_person(conn, db, actor).await?;
+        cache.persons.insert(actor.to_owned());
+    }
+    let now = Utc::now();
+    match request.op {
+        WriteOp::CreateEntity { values } => create::create_entity(conn, cache, db, actor, now, values, keys).await,
+        WriteOp::AddValues { entity_id, values } => {
+            add::add_values(conn, cache, db, actor, now, &entity_id, values, keys).await
+        }
+        WriteOp::DeleteValue { value_id } => {
+            // deletes are rare: forget everything rather than track what they change
+            *cache = TransactionCache::default();
+            delete::delete_value(conn, &mut cache.types, db, actor, now, &value_id).await
+        }
+        WriteOp::DeleteEntity { entity_id } => {
+            *cache = TransactionCache::default();
+            delete::delete_entity(conn, &mut cache.types, db, actor, now, &entity_id).await
+        }
+        WriteOp::Aggregate { entity_id } => aggregate::aggregate(conn, &mut cache.types, db, actor, &entity_id).await,
+    }
+}

@@ -1,0 +1,64 @@
+//! API keys a write asks for: generated and hashed before the write's turn,
+//! and only by a caller who may add them.
+
+use diesel_async::AsyncPgConnection;
+
+use super::{WriteOp, WriteRequest, access};
+use crate::auth::api_key::{self, GeneratedKey};
+use crate::db::Pool;
+use crate::db::values;
+use crate::error::ApiError;
+use crate::model::API_KEY_PROPERTY;
+use crate::rights::{Right, can_read, has_right};
+
+/// API keys one write may ask for: each costs a deliberately slow hash.
+pub(super) const MAX_KEYS_PER_WRITE: usize = 10;
+
+/// API keys asked for by the write, generated before it is applied because
+/// hashing is slow: off the async workers, and never in a writer's turn. A
+/// caller who may not add them is refused first (read-only, on a pooled
+/// connection) so that a refused write costs no hashing; the transaction
+/// checks again, under the entity's lock.
+pub async fn prepare_keys(pool: &Pool, request: &WriteRequest) -> Result<Vec<GeneratedKey>, ApiError> {
+    let (entity_id, values) = match &request.op {
+        WriteOp::CreateEntity { values } => (None, values),
+        WriteOp::AddValues { entity_id, values } => (Some(entity_id), values),
+        _ => return Ok(Vec::new()),
+    };
+    let wanted = values.iter().filter(|v| v.prop == API_KEY_PROPERTY).count();
+    if wanted == 0 {
+        return Ok(Vec::new());
+    }
+    {
+        let mut conn = pool.get().await?;
+        access::require_person(&mut conn, &request.db, &request.actor).await?;
+        // a new entity is its creator's: they may add keys to it
+        if let Some(entity_id) = entity_id {
+            may_add_keys(&mut conn, &request.db, &request.actor, entity_id).await?;
+        }
+    }
+    tokio::task::spawn_blocking(move || (0..wanted).map(|_| api_key::generate()).collect())
+        .await
+        .map_err(|e| ApiError::internal("key generation failed", e))
+}
+
+/// What `add_values` and `check_property` answer a caller adding an API key:
+/// 404 when they cannot see the entity, 403 unless they own it or are it.
+async fn may_add_keys(conn: &mut AsyncPgConnection, db: &str, actor: &str, entity_id: &str) -> Result<(), ApiError> {
+    let entity = values::live_entity(conn, db, entity_id, false)
+        .await?
+        .ok_or_else(ApiError::entity_not_found)?;
+    if actor == entity_id {
+        return Ok(());
+    }
+    let lists = entity.lists();
+    if !can_read(entity.sharing(), &lists, Some(actor)) {
+        return Err(ApiError::entity_not_found());
+    }
+    if !has_right(&lists, actor, Right::Owner) {
+        return Err(ApiError::forbidden(format!(
+            "Missing rights to write {API_KEY_PROPERTY}"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,164 @@
+//! Writes: validation, rights, the values and the re-projection, all in one
+//! transaction. The per-database writer actor runs these in order; the entity
+//! row lock taken first keeps them correct across processes too.
+//!
+//! - `batch.rs`: transactions, group commit, the savepoint retry and the
+//!   per-transaction cache;
+//! - `create.rs`, `add.rs`, `delete.rs`, `aggregate.rs`: the operations;
+//! - `validate.rs`: values against rights and definitions; `replaced.rs`:
+//!   what a write replaces, and the last-`_owner` rule; `counters.rs`:
+//!   numbering;
+//! - `access.rs`: who may write at all; `keys.rs`: API keys, hashed before a
+//!   write's turn.
+
+mod access;
+mod add;
+mod aggregate;
+mod batch;
+mod counters;
+mod create;
+mod delete;
+pub mod keys;
+mod replaced;
+pub mod validate;
+
+use std::collections::HashMap;
+
+use tracing::Span;
+
+use crate::auth::api_key::GeneratedKey;
+use crate::db::Pool;
+use crate::db::values::NewValue;
+use crate::error::ApiError;
+use crate::model::stored::ValueRow;
+use crate::model::value::ValueInput;
+
+/// One write, on behalf of `actor` (a person of database `db`).
+#[derive(Debug, Clone)]
+pub struct WriteRequest {
+    pub db: String,
+    pub actor: String,
+    pub op: WriteOp,
+}
+
+#[derive(Debug, Clone)]
+pub enum WriteOp {
+    CreateEntity {
+        values: Vec<ValueInput>,
+    },
+    AddValues {
+        entity_id: String,
+        values: Vec<ValueInput>,
+    },
+    DeleteValue {
+        value_id: String,
+    },
+    DeleteEntity {
+        entity_id: String,
+    },
+    /// Re-computes an entity's formulas and those of entities depending on it.
+    Aggregate {
+        entity_id: String,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub enum WriteOutcome {
+    /// Values written on an entity, in the order they were given.
+    Written {
+        entity_id: String,
+        values: Vec<WrittenValue>,
+    },
+    Deleted,
+    /// Formulas re-computed; `queued` other entities were re-computed with it.
+    Aggregated {
+        queued: usize,
+    },
+}
+
+/// One value a write stored.
+#[derive(Debug, Clone)]
+pub struct WrittenValue {
+    /// The value as stored (an API key's hash never leaves the database).
+    pub row: ValueRow,
+    /// A new API key in plain text: the only time it is ever shown.
+    pub plain_key: Option<String>,
+}
+
+impl WrittenValue {
+    /// The rows a write stored, in order, each new API key with its plain
+    /// text (`plain_keys`, by value id).
+    fn all(rows: &[NewValue], mut plain_keys: HashMap<String, String>) -> Vec<WrittenValue> {
+        rows.iter()
+            .map(|row| WrittenValue {
+                row: ValueRow::from(row),
+                plain_key: plain_keys.remove(&row.id),
+            })
+            .collect()
+    }
+}
+
+/// Applies one write in its own transaction, outside any writer actor.
+pub async fn apply(pool: &Pool, request: WriteRequest) -> Result<WriteOutcome, ApiError> {
+    let keys = keys::prepare_keys(pool, &request).await?;
+    apply_batch(pool, vec![(request, keys, tracing::Span::current())])
+        .await
+        .pop()
+        .unwrap_or_else(|| Err(ApiError::internal("write", "no outcome")))
+}
+
+/// Applies writes, each with the API keys it asks for
+/// ([`keys::prepare_keys`]), in order in one transaction (group commit: one
+/// commit, and one wait for the disk, for the whole batch). A refused write
+/// leaves no trace and does not disturb the others. Answers one outcome per
+/// request, in order. Each write runs (and logs) under the span it came with.
+pub async fn apply_batch(
+    pool: &Pool,
+    batch: Vec<(WriteRequest, Vec<GeneratedKey>, Span)>,
+) -> Vec<Result<WriteOutcome, ApiError>> {
+    let applied = match pool.get().await {
+        // Most batches pass whole: try without the cost of a savepoint per
+        // write, and only when one is refused run them again, each isolated.
+        Ok(mut conn) => match batch::run_batch(&mut conn, &batch, batch.len() == 1).await {
+            Err(_) if batch.len() > 1 => batch::run_batch(&mut conn, &batch, true).await,
+            result => result,
+        },
+        Err(error) => Err(error.into()),
+    };
+    match applied {
+        Ok(outcomes) => outcomes,
+        Err(error) => vec![Err(error); batch.len()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_new_api_key_comes_back_with_its_own_value_only() {
+        let row = |id: &str, prop: &str| NewValue {
+            id: id.into(),
+            prop: prop.into(),
+            ..NewValue::default()
+        };
+        let rows = [
+            row("v1", "title"),
+            row("v2", "service_api_key"),
+            row("v3", "service_api_key"),
+        ];
+        let plain_keys = HashMap::from([("v3".to_owned(), "k3".to_owned()), ("v2".to_owned(), "k2".to_owned())]);
+        let written: Vec<(String, Option<String>)> = WrittenValue::all(&rows, plain_keys)
+            .into_iter()
+            .map(|value| (value.row.id, value.plain_key))
+            .collect();
+        assert_eq!(
+            written,
+            [
+                ("v1".to_owned(), None),
+                ("v2".to_owned(), Some("k2".to_owned())),
+                ("v3".to_owned(), Some("k3".to_owned()))
+            ]
+        );
+    }
+}

@@ -1,0 +1,313 @@
+//! The layer rules of the README's Architecture section, checked on the
+//! source itself: layers point down only, there are no import circles between
+//! top-level modules, handlers do not import each other, and no file grows
+//! past about 400 lines outside its tests.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Lines a source file may hold outside its `#[cfg(test)]` module.
+const MAX_LINES: usize = 400;
+
+/// Files that sit above every layer: they assemble the application.
+const ENTRY_POINTS: [&str; 2] = ["app", "main"];
+
+/// Folders that hold one feature across layers (the formula evaluator is
+/// pure, its worker drives the database): their files are nodes of their own
+/// in the import graph, so the slice itself is not a circle.
+const VERTICAL_SLICES: [&str; 1] = ["formula"];
+
+/// Modules of `src/http/` that handlers may use; every other one is a handler.
+const HTTP_SHARED: [&str; 2] = ["middleware", "views"];
+
+struct Source {
+    /// Module path without `crate`, e.g. `["http", "entity"]`.
+    module: Vec<String>,
+    path: PathBuf,
+    /// The file's text before its `#[cfg(test)]` module.
+    code: String,
+}
+
+impl Source {
+    fn top(&self) -> &str {
+        self.module.first().map_or("", String::as_str)
+    }
+
+    fn name(&self) -> String {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        self.path.strip_prefix(root).unwrap_or(&self.path).display().to_string()
+    }
+
+    /// The node this file is in the module graph: its top-level module, or
+    /// for a vertical slice, its own module within the slice.
+    fn node(&self) -> String {
+        node_of(&self.module)
+    }
+
+    /// Every `crate::…` path the code names (use trees expanded), plus
+    /// `super::…` paths resolved against the module, as module paths.
+    fn imports(&self) -> BTreeSet<Vec<String>> {
+        let mut found = BTreeSet::new();
+        for (prefix, base) in [("crate::", Vec::new()), ("super::", self.parent())] {
+            let mut rest = self.code.as_str();
+            while let Some(at) = rest.find(prefix) {
+                let preceded_by_ident = rest[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+                rest = &rest[at + prefix.len()..];
+                if preceded_by_ident {
+                    continue;
+                }
+                for path in expand_use_tree(rest) {
+                    let mut full = base.clone();
+                    full.extend(path);
+                    found.insert(full);
+                }
+            }
+        }
+        found
+    }
+
+    /// The module `super` names: the parent of a file module, or of the
+    /// folder a `mod.rs` stands for.
+    fn parent(&self) -> Vec<String> {
+        let mut parent = self.module.clone();
+        parent.pop();
+        parent
+    }
+
+    fn lines(&self) -> usize {
+        self.code.lines().count()
+    }
+}
+
+/// The paths a use tree (or a plain path) at the start of `text` names:
+/// `a::{b, c::{d, e}}` gives `a::b`, `a::c::d`, `a::c::e`.
+fn expand_use_tree(text: &str) -> Vec<Vec<String>> {
+    let mut paths = Vec::new();
+    expand_into(text.trim_start(), Vec::new(), &mut paths);
+    paths
+}
+
+fn expand_into(text: &str, prefix: Vec<String>, paths: &mut Vec<Vec<String>>) {
+    let mut path = prefix;
+    let mut rest = text;
+    loop {
+        let ident: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        if ident.is_empty() {
+            if let Some(group) = rest.strip_prefix('{') {
+                for item in split_group(group) {
+                    expand_into(item.trim(), path.clone(), paths);
+                }
+                return;
+            }
+            break;
+        }
+        rest = &rest[ident.len()..];
+        if ident != "self" {
+            path.push(ident);
+        }
+        match rest.strip_prefix("::") {
+            Some(after) => rest = after,
+            None => break,
+        }
+    }
+    if !path.is_empty() {
+        paths.push(path);
+    }
+}
+
+/// The top-level items of a `{…}` group, up to its closing brace.
+fn split_group(text: &str) -> Vec<&str> {
+    let (mut depth, mut start, mut items) = (0usize, 0usize, Vec::new());
+    for (at, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&text[start..at]);
+                return items;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&text[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    items
+}
+
+fn node_of(module: &[String]) -> String {
+    match module {
+        [slice, part, ..] if VERTICAL_SLICES.contains(&slice.as_str()) => format!("{slice}::{part}"),
+        [top, ..] => top.clone(),
+        [] => String::new(),
+    }
+}
+
+fn sources() -> Vec<Source> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    collect(&root, &mut files);
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = match text.find("\n#[cfg(test)]") {
+                Some(at) => text[..at].to_owned(),
+                None => text,
+            };
+            let relative = path.strip_prefix(&root).unwrap().with_extension("");
+            let mut module: Vec<String> = relative
+                .iter()
+                .map(|part| part.to_string_lossy().into_owned())
+                .collect();
+            if matches!(module.last().map(String::as_str), Some("mod" | "lib")) {
+                module.pop();
+            }
+            Source { module, path, code }
+        })
+        .collect()
+}
+
+fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect(&path, files);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            files.push(path);
+        }
+    }
+}
+
+/// `(file, imported path)` for every import of `forbidden` by a file `applies` selects.
+fn offenders(applies: impl Fn(&Source) -> bool, forbidden: &[&str]) -> Vec<String> {
+    sources()
+        .iter()
+        .filter(|source| applies(source))
+        .flat_map(|source| {
+            source
+                .imports()
+                .into_iter()
+                .filter(|path| forbidden.contains(&path[0].as_str()))
+                .map(|path| format!("{} imports crate::{}", source.name(), path.join("::")))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn no_module_below_http_imports_http() {
+    let below = |source: &Source| source.top() != "http" && !ENTRY_POINTS.contains(&source.top());
+    assert_eq!(offenders(below, &["http"]), Vec::<String>::new());
+}
+
+#[test]
+fn the_model_and_the_rights_rules_import_no_database_or_upper_layer() {
+    let pure = |source: &Source| matches!(source.top(), "model" | "rights");
+    let forbidden = [
+        "db", "view", "http", "write", "query", "actors", "storage", "cli", "app",
+    ];
+    assert_eq!(offenders(pure, &forbidden), Vec::<String>::new());
+}
+
+#[test]
+fn nothing_below_the_view_imports_the_view() {
+    let below = |source: &Source| !matches!(source.top(), "view" | "http") && !ENTRY_POINTS.contains(&source.top());
+    assert_eq!(offenders(below, &["view"]), Vec::<String>::new());
+}
+
+#[test]
+fn handlers_do_not_import_each_other() {
+    let all = sources();
+    let handler_of = |source: &Source| match source.module.as_slice() {
+        [http, handler, ..] if http == "http" && !HTTP_SHARED.contains(&handler.as_str()) => Some(handler.clone()),
+        _ => None,
+    };
+    let handlers: BTreeSet<String> = all.iter().filter_map(handler_of).collect();
+    let mut found = Vec::new();
+    for source in &all {
+        let Some(own) = handler_of(source) else { continue };
+        for path in source.imports() {
+            if let [http, other, ..] = path.as_slice()
+                && http == "http"
+                && *other != own
+                && handlers.contains(other)
+                // The document assembles every handler's path attributes.
+                && own != "openapi"
+            {
+                found.push(format!("{} imports crate::{}", source.name(), path.join("::")));
+            }
+        }
+    }
+    assert_eq!(found, Vec::<String>::new());
+}
+
+#[test]
+fn no_two_top_level_modules_import_each_other() {
+    let all = sources();
+    let nodes: BTreeSet<String> = all.iter().map(Source::node).collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for source in &all {
+        for path in source.imports() {
+            // A path into a slice may name an item of its root module.
+            let target = [node_of(&path), node_of(&path[..1])]
+                .into_iter()
+                .find(|node| nodes.contains(node));
+            if let Some(target) = target.filter(|target| *target != source.node()) {
+                graph.entry(source.node()).or_default().insert(target);
+            }
+        }
+    }
+    let circles: Vec<String> = graph.keys().filter_map(|start| circle_through(&graph, start)).collect();
+    assert_eq!(circles, Vec::<String>::new());
+}
+
+/// A path of imports from `start` back to itself, if there is one.
+fn circle_through(graph: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<String> {
+    let mut stack = vec![vec![start.to_owned()]];
+    let mut seen = BTreeSet::new();
+    while let Some(path) = stack.pop() {
+        for next in graph.get(path.last().unwrap()).into_iter().flatten() {
+            if next == start {
+                return Some(format!("{} -> {start}", path.join(" -> ")));
+            }
+            if seen.insert(next.clone()) {
+                let mut longer = path.clone();
+                longer.push(next.clone());
+                stack.push(longer);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn no_source_file_is_over_400_lines_outside_its_tests() {
+    let long: Vec<String> = sources()
+        .iter()
+        .filter(|source| source.lines() > MAX_LINES)
+        .map(|source| format!("{}: {} lines", source.name(), source.lines()))
+        .collect();
+    assert_eq!(long, Vec::<String>::new());
+}
+
+#[test]
+fn use_trees_expand_to_every_path_they_name() {
+    let paths = expand_use_tree("db::{self, Pool, values::{EntityRow, live_entity}};");
+    let joined: Vec<String> = paths.iter().map(|path| path.join("::")).collect();
+    assert_eq!(
+        joined,
+        ["db", "db::Pool", "db::values::EntityRow", "db::values::live_entity"]
+    );
+    let source = Source {
+        module: vec!["http".into(), "entity".into()],
+        path: PathBuf::from("src/http/entity.rs"),
+        code: "use crate::view::visible_doc;\nlet x = super::files::thumbnail(); // not my_crate::db\n".into(),
+    };
+    let imports: Vec<String> = source.imports().iter().map(|path| path.join("::")).collect();
+    assert_eq!(imports, ["http::files::thumbnail", "view::visible_doc"]);
+}
