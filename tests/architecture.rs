@@ -12,11 +12,6 @@ const MAX_LINES: usize = 400;
 /// Files that sit above every layer: they assemble the application.
 const ENTRY_POINTS: [&str; 2] = ["app", "main"];
 
-/// Folders that hold one feature across layers (the formula evaluator is
-/// pure, its worker drives the database): their files are nodes of their own
-/// in the import graph, so the slice itself is not a circle.
-const VERTICAL_SLICES: [&str; 1] = ["formula"];
-
 /// Modules of `src/http/` that handlers may use; every other one is a handler.
 const HTTP_SHARED: [&str; 2] = ["middleware", "views"];
 
@@ -36,12 +31,6 @@ impl Source {
     fn name(&self) -> String {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         self.path.strip_prefix(root).unwrap_or(&self.path).display().to_string()
-    }
-
-    /// The node this file is in the module graph: its top-level module, or
-    /// for a vertical slice, its own module within the slice.
-    fn node(&self) -> String {
-        node_of(&self.module)
     }
 
     /// Every `crate::…` path the code names (use trees expanded), plus
@@ -137,14 +126,6 @@ fn split_group(text: &str) -> Vec<&str> {
         }
     }
     items
-}
-
-fn node_of(module: &[String]) -> String {
-    match module {
-        [slice, part, ..] if VERTICAL_SLICES.contains(&slice.as_str()) => format!("{slice}::{part}"),
-        [top, ..] => top.clone(),
-        [] => String::new(),
-    }
 }
 
 fn sources() -> Vec<Source> {
@@ -249,16 +230,15 @@ fn handlers_do_not_import_each_other() {
 #[test]
 fn no_two_top_level_modules_import_each_other() {
     let all = sources();
-    let nodes: BTreeSet<String> = all.iter().map(Source::node).collect();
+    let tops: BTreeSet<&str> = all.iter().map(Source::top).collect();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for source in &all {
         for path in source.imports() {
-            // A path into a slice may name an item of its root module.
-            let target = [node_of(&path), node_of(&path[..1])]
-                .into_iter()
-                .find(|node| nodes.contains(node));
-            if let Some(target) = target.filter(|target| *target != source.node()) {
-                graph.entry(source.node()).or_default().insert(target);
+            if path[0] != source.top() && tops.contains(path[0].as_str()) {
+                graph
+                    .entry(source.top().to_owned())
+                    .or_default()
+                    .insert(path[0].clone());
             }
         }
     }
@@ -310,4 +290,25 @@ fn use_trees_expand_to_every_path_they_name() {
     };
     let imports: Vec<String> = source.imports().iter().map(|path| path.join("::")).collect();
     assert_eq!(imports, ["http::files::thumbnail", "view::visible_doc"]);
+}
+
+#[test]
+fn every_source_path_the_readme_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let mut missing = Vec::new();
+    for (at, _) in readme.match_indices("src/") {
+        if readme[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '/') {
+            continue;
+        }
+        let path: String = readme[at..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '/' | '.'))
+            .collect();
+        let path = path.trim_end_matches('.');
+        if !root.join(path).exists() {
+            missing.push(path.to_owned());
+        }
+    }
+    assert_eq!(missing, Vec::<String>::new());
 }

@@ -180,12 +180,12 @@ pub fn content_disposition(filename: &str) -> String {
 /// passive type (see [`is_passive`]), otherwise `attachment`, so a browser
 /// saves the file instead of rendering it on the origin that serves it.
 pub fn download_disposition(filename: &str, content_type: Option<&str>) -> String {
-    let kind = if content_type.is_some_and(is_passive) {
+    let disposition_type = if content_type.is_some_and(is_passive) {
         "inline"
     } else {
         "attachment"
     };
-    disposition(kind, filename)
+    disposition(disposition_type, filename)
 }
 
 /// Whether a browser only displays content of this type and never runs
@@ -206,14 +206,14 @@ pub fn is_passive(content_type: &str) -> bool {
     }
 }
 
-fn disposition(kind: &str, filename: &str) -> String {
+fn disposition(disposition_type: &str, filename: &str) -> String {
     let plain = |c: char| (' '..='~').contains(&c) && c != '"' && c != '\\';
     if filename.chars().all(plain) {
-        return format!("{kind};filename=\"{filename}\"");
+        return format!("{disposition_type};filename=\"{filename}\"");
     }
     let fallback: String = filename.chars().map(|c| if plain(c) { c } else { '_' }).collect();
     format!(
-        "{kind};filename=\"{fallback}\"; filename*=UTF-8''{}",
+        "{disposition_type};filename=\"{fallback}\"; filename*=UTF-8''{}",
         utf8_percent_encode(filename, ATTR_CHAR)
     )
 }
