@@ -1,0 +1,342 @@
+//! What the book benchmarks share: the fixed-seed `book` generator, its
+//! loader through the write path the API uses (`write::apply_batch`, as the
+//! writer actor calls it) into a durable cluster kept under /tmp, and `wrk`
+//! runs read back as requests/s and latency.
+#![allow(dead_code)] // each benchmark uses its own part
+
+use std::path::Path;
+use std::time::Instant;
+
+use diesel::Connection;
+use diesel_async::RunQueryDsl;
+use eds::db::{Pool, local_cluster::LocalCluster};
+use eds::model::value::parse_body;
+use eds::write::{WriteOp, WriteOutcome, WriteRequest, apply, apply_batch};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value as Json, json};
+
+/// The server's defaults, without rate limits (every client is one address).
+pub const SERVE_ENV: [(&str, &str); 4] = [
+    ("EDS__HTTP__WORKERS", "0"),
+    ("EDS__DATABASE__POOL_SIZE", "16"),
+    ("EDS__LIMITS__ENABLED", "false"),
+    ("RUST_LOG", "warn,eds=info"),
+];
+pub const DB: &str = "books";
+/// Books per transaction while loading.
+pub const BATCH: usize = 500;
+
+/// Title words: made-up words from a fixed syllable set, 2,000 of them.
+pub fn vocabulary() -> Vec<String> {
+    const SYLLABLES: [&str; 16] = [
+        "ka", "lo", "mi", "ren", "tu", "sha", "vor", "pel", "dri", "an", "gu", "ze", "fio", "mar", "ost", "qui",
+    ];
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut words = std::collections::BTreeSet::new();
+    while words.len() < 2_000 {
+        let length = rng.gen_range(2..=4);
+        let word: String = (0..length).map(|_| SYLLABLES[rng.gen_range(0..16)]).collect();
+        words.insert(word);
+    }
+    words.into_iter().collect()
+}
+
+pub struct Book {
+    pub title: String,
+    pub price: f64,
+    pub published: String,
+    pub instock: bool,
+    pub code: String,
+}
+
+/// Book `n` of the fixed-seed sequence.
+pub fn books(count: usize) -> impl Iterator<Item = Book> {
+    let words = vocabulary();
+    let mut rng = StdRng::seed_from_u64(42);
+    (0..count).map(move |n| {
+        let title = (0..3)
+            .map(|_| words[rng.gen_range(0..words.len())].as_str())
+            .collect::<Vec<_>>();
+        Book {
+            title: title.join(" "),
+            price: f64::from(rng.gen_range(100..100_000)) / 100.0,
+            published: format!(
+                "{}-{:02}-{:02}",
+                rng.gen_range(1950..2026),
+                rng.gen_range(1..13),
+                rng.gen_range(1..29)
+            ),
+            instock: rng.gen_bool(0.5),
+            code: format!("BK-{n:07}"),
+        }
+    })
+}
+
+/// A durable cluster whose cache holds the whole data set (about 4.5 GB at a
+/// million books), as on a server sized for it.
+pub fn durable_cluster() -> LocalCluster {
+    let dir = std::env::temp_dir().join("eds-bench-pg-durable");
+    let cluster = LocalCluster::new(&dir).expect("PostgreSQL server binaries");
+    cluster.ensure_running(false).expect("start the benchmark cluster");
+    let mut conn = diesel::PgConnection::establish(&cluster.url("postgres").unwrap()).unwrap();
+    #[derive(diesel::QueryableByName)]
+    struct Setting {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        setting: String,
+    }
+    let cache: Setting = diesel::RunQueryDsl::get_result(
+        diesel::sql_query("SELECT current_setting('shared_buffers') AS setting"),
+        &mut conn,
+    )
+    .unwrap();
+    if cache.setting != SHARED_BUFFERS {
+        diesel::RunQueryDsl::execute(
+            diesel::sql_query(format!("ALTER SYSTEM SET shared_buffers = '{SHARED_BUFFERS}'")),
+            &mut conn,
+        )
+        .unwrap();
+        drop(conn);
+        cluster.stop().unwrap();
+        cluster.ensure_running(false).unwrap();
+    }
+    cluster
+}
+
+pub const SHARED_BUFFERS: &str = "6GB";
+
+/// Reads the tables and indexes into PostgreSQL's cache.
+pub async fn prewarm(pool: &Pool) {
+    let mut conn = pool.get().await.unwrap();
+    diesel::sql_query("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    diesel::sql_query(
+        "SELECT sum(pg_prewarm(c.oid::regclass)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i')",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+}
+
+pub async fn scalar(pool: &Pool, sql: &str) -> i64 {
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let mut conn = pool.get().await.unwrap();
+    diesel::sql_query(sql).get_result::<Row>(&mut conn).await.unwrap().n
+}
+
+pub async fn write(pool: &Pool, actor: &str, op: WriteOp) -> String {
+    let request = WriteRequest {
+        db: DB.into(),
+        actor: actor.to_owned(),
+        op,
+    };
+    match apply(pool, request).await.expect("a setup write") {
+        WriteOutcome::Written { entity_id, values } => {
+            if let Some(key) = values.into_iter().find_map(|v| v.plain_key) {
+                return key;
+            }
+            entity_id
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+pub fn values(json: Json) -> WriteOp {
+    WriteOp::CreateEntity {
+        values: parse_body(json.to_string().as_bytes()).unwrap(),
+    }
+}
+
+/// The `book` type and its definitions; answers the type's id.
+pub async fn define_books(pool: &Pool, owner: &str) -> String {
+    let mut conn = pool.get().await.unwrap();
+    let meta = |name: &str| {
+        format!(
+            "SELECT e.id AS id FROM entities e JOIN entities t ON t.db = e.db AND t.id = e.type_id \
+             WHERE e.db = '{DB}' AND e.name = '{name}' AND t.name = 'entity'"
+        )
+    };
+    #[derive(diesel::QueryableByName)]
+    struct Id {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        id: String,
+    }
+    let entity_type = diesel::sql_query(meta("entity"))
+        .get_result::<Id>(&mut conn)
+        .await
+        .unwrap()
+        .id;
+    let property_type = diesel::sql_query(meta("property"))
+        .get_result::<Id>(&mut conn)
+        .await
+        .unwrap()
+        .id;
+    let book = write(
+        pool,
+        owner,
+        values(json!([{"type": "_type", "reference": entity_type}, {"type": "name", "string": "book"}])),
+    )
+    .await;
+    for (name, value_type, search) in [
+        ("title", "string", true),
+        ("price", "number", false),
+        ("published", "date", false),
+        ("instock", "boolean", false),
+        ("code", "string", false),
+    ] {
+        write(
+            pool,
+            owner,
+            values(json!([
+                {"type": "_type", "reference": property_type}, {"type": "_parent", "reference": book},
+                {"type": "name", "string": name}, {"type": "type", "string": value_type},
+                {"type": "search", "boolean": search},
+            ])),
+        )
+        .await;
+    }
+    book
+}
+
+/// Loads `count` books unless the database already holds them; answers the
+/// owner's id.
+pub async fn load(pool: &Pool, count: usize) -> String {
+    let mut conn = pool.get().await.unwrap();
+    let exists = eds::db::databases::exists(&mut conn, DB).await.unwrap();
+    drop(conn);
+    if exists {
+        let owner = owner(pool).await;
+        let books = scalar(
+            pool,
+            "SELECT count(*) AS n FROM entities WHERE db = 'books' AND doc ? 'code'",
+        )
+        .await;
+        if books as usize == count {
+            println!("reusing {count} books");
+            return owner;
+        }
+        panic!(
+            "database {DB} holds {books} books, not {count}: drop the benchmark cluster (/tmp/eds-bench-pg-durable)"
+        );
+    }
+    let created = eds::db::databases::create(pool, DB, "bench@example.com", "Bench")
+        .await
+        .unwrap();
+    let owner = created.person_id;
+    let book = define_books(pool, &owner).await;
+    let started = Instant::now();
+    let mut loaded = 0;
+    let mut pending = Vec::with_capacity(BATCH);
+    for next in books(count) {
+        let request = WriteRequest {
+            db: DB.into(),
+            actor: owner.clone(),
+            op: values(json!([
+                {"type": "_type", "reference": book},
+                {"type": "title", "string": next.title},
+                {"type": "price", "number": next.price},
+                {"type": "published", "date": next.published},
+                {"type": "instock", "boolean": next.instock},
+                {"type": "code", "string": next.code},
+            ])),
+        };
+        pending.push((request, Vec::new(), tracing::Span::none()));
+        if pending.len() == BATCH {
+            for outcome in apply_batch(pool, std::mem::take(&mut pending)).await {
+                outcome.expect("a book");
+            }
+            loaded += BATCH;
+            if loaded % 50_000 == 0 {
+                let rate = loaded as f64 / started.elapsed().as_secs_f64();
+                println!("loaded {loaded} books ({rate:.0}/s)");
+            }
+        }
+    }
+    for outcome in apply_batch(pool, pending).await {
+        outcome.expect("a book");
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    println!(
+        "loaded {count} books in {seconds:.0} s: {:.0} books/s",
+        count as f64 / seconds
+    );
+    let mut conn = pool.get().await.unwrap();
+    diesel::sql_query("VACUUM ANALYZE").execute(&mut conn).await.unwrap();
+    owner
+}
+
+pub async fn owner(pool: &Pool) -> String {
+    #[derive(diesel::QueryableByName)]
+    struct Id {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        id: String,
+    }
+    let mut conn = pool.get().await.unwrap();
+    diesel::sql_query(
+        "SELECT entity_id AS id FROM property_values WHERE db = 'books' AND prop = 'service_api_key' \
+         ORDER BY id LIMIT 1",
+    )
+    .get_result::<Id>(&mut conn)
+    .await
+    .unwrap()
+    .id
+}
+
+/// One `wrk` run, with a bearer token and a Lua script choosing each
+/// request when given: requests/s, p50 and p99 in milliseconds (none when no
+/// request finished), and the answers other than 2xx (503 `query_timeout`).
+pub fn wrk(url: &str, token: Option<&str>, script: Option<&Path>, seconds: u32) -> (f64, Option<(f64, f64)>, u64) {
+    let mut command = std::process::Command::new("wrk");
+    command.args(["-t2", "-c32", &format!("-d{seconds}s"), "--timeout", "30s", "--latency"]);
+    if let Some(token) = token {
+        command.args(["-H", &format!("Authorization: Bearer {token}")]);
+    }
+    if let Some(script) = script {
+        command.arg("-s").arg(script);
+    }
+    let output = command.arg(url).output().expect("wrk (apt install wrk)");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let field = |prefix: &str| -> Option<f64> {
+        let line = text.lines().find(|line| line.trim_start().starts_with(prefix))?;
+        let value = line.trim_start()[prefix.len()..].trim();
+        Some(millis(value.split_whitespace().next()?))
+    };
+    let rate: f64 = text
+        .lines()
+        .find_map(|line| line.strip_prefix("Requests/sec:"))
+        .and_then(|rate| rate.trim().parse().ok())
+        .unwrap_or(0.0);
+    let errors = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("Non-2xx or 3xx responses:"))
+        .and_then(|count| count.trim().parse().ok())
+        .unwrap_or(0);
+    let latency = field("50%").zip(field("99%")).filter(|_| rate > 0.0);
+    (rate, latency, errors)
+}
+
+/// wrk's durations (`812.00us`, `1.20ms`, `2.01s`) in milliseconds.
+pub fn millis(text: &str) -> f64 {
+    let (number, factor) = if let Some(n) = text.strip_suffix("us") {
+        (n, 0.001)
+    } else if let Some(n) = text.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1000.0)
+    } else {
+        (text, 1.0)
+    };
+    number.parse::<f64>().unwrap() * factor
+}
+
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
