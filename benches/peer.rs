@@ -568,9 +568,15 @@ async fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     let print = |label: &str, totals: &str, eds: &Measured, peer: Option<&Measured>| {
-        let ratio = peer
-            .filter(|peer| peer.rate > 0.0)
-            .map_or("—".to_owned(), |peer| format!("{:.2}×", eds.rate / peer.rate));
+        let ratio = peer.filter(|peer| peer.rate > 0.0).map_or("—".to_owned(), |peer| {
+            let ratio = eds.rate / peer.rate;
+            // three decimals below 0.1, so a ratio of 0.0015 does not print as zero
+            if ratio < 0.1 {
+                format!("{ratio:.3}×")
+            } else {
+                format!("{ratio:.2}×")
+            }
+        });
         println!(
             "| {label} | {totals} | {} | {} | {ratio} |",
             cells(Some(eds)),
