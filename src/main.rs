@@ -144,12 +144,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 actor: person.clone(),
                 op: WriteOp::AddValues {
                     entity_id: person,
-                    values: vec![ValueInput {
-                        prop: API_KEY_PROPERTY.to_owned(),
-                        replaces: None,
-                        value: Value::String("generate".to_owned()),
-                        language: None,
-                    }],
+                    values: vec![ValueInput::new(API_KEY_PROPERTY, Value::String("generate".to_owned()))],
                 },
             };
             let outcome = write::apply(&pool, request).await.map_err(|e| e.message.into_owned())?;

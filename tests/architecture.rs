@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 /// Lines a source file may hold outside its `#[cfg(test)]` module.
 const MAX_LINES: usize = 400;
 
+/// Where a file's in-place test module starts: everything after it is tests.
+/// (A `#[cfg(test)] mod helpers;` declaration elsewhere does not end the code.)
+const TEST_MODULE: &str = "\n#[cfg(test)]\nmod tests {";
+
 /// Files that sit above every layer: they assemble the application.
 const ENTRY_POINTS: [&str; 2] = ["app", "main"];
 
@@ -136,7 +140,7 @@ fn sources() -> Vec<Source> {
         .into_iter()
         .map(|path| {
             let text = std::fs::read_to_string(&path).unwrap();
-            let code = match text.find("\n#[cfg(test)]") {
+            let code = match text.find(TEST_MODULE) {
                 Some(at) => text[..at].to_owned(),
                 None => text,
             };

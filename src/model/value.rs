@@ -129,6 +129,18 @@ pub struct ValueInput {
     pub language: Option<String>,
 }
 
+impl ValueInput {
+    /// A new value of `prop`, without a language, replacing nothing.
+    pub fn new(prop: &str, value: Value) -> ValueInput {
+        ValueInput {
+            prop: prop.to_owned(),
+            replaces: None,
+            value,
+            language: None,
+        }
+    }
+}
+
 const MAX_PROPERTY_NAME: usize = 100;
 const SCALAR_FIELDS: [&str; 6] = ["string", "number", "boolean", "date", "datetime", "reference"];
 const FILE_FIELDS: [&str; 3] = ["filename", "filesize", "filetype"];

@@ -77,24 +77,15 @@ async fn read_locked(conn: &mut AsyncPgConnection, db: &str, prop: &str) -> Quer
 mod tests {
     use super::*;
 
-    fn input(prop: &str, value: Value) -> ValueInput {
-        ValueInput {
-            prop: prop.to_owned(),
-            replaces: None,
-            value,
-            language: None,
-        }
-    }
-
     #[test]
     fn sequences_are_locked_in_name_order_once_each_and_only_once_per_transaction() {
-        let counter = |prop| input(prop, Value::Counter { step: 1.0 });
+        let counter = |prop| ValueInput::new(prop, Value::Counter { step: 1.0 });
         let inputs = [
             counter("no"),
-            input("title", Value::String("a".into())),
+            ValueInput::new("title", Value::String("a".into())),
             counter("invoice"),
             counter("no"),
-            input("page", Value::Number(3.0)),
+            ValueInput::new("page", Value::Number(3.0)),
         ];
         let mut cache = CounterCache::default();
         assert_eq!(cache.unlocked(&inputs), ["invoice", "no"]);

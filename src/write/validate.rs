@@ -302,17 +302,8 @@ mod tests {
 
     use super::*;
 
-    fn input(prop: &str, value: Value) -> ValueInput {
-        ValueInput {
-            prop: prop.to_owned(),
-            replaces: None,
-            value,
-            language: None,
-        }
-    }
-
     fn text(prop: &str) -> ValueInput {
-        input(prop, Value::String("a".into()))
+        ValueInput::new(prop, Value::String("a".into()))
     }
 
     fn refusal(result: Result<impl std::fmt::Debug, ApiError>) -> (u16, String) {
@@ -369,7 +360,7 @@ mod tests {
     #[test]
     fn a_defined_property_takes_its_field_and_a_language_only_when_multilingual() {
         let pages = PropertyDefinition::from_doc(&json!({"type": [{"string": "number"}]}));
-        assert!(check_definition(&pages, &input("pages", Value::Number(3.0))).is_ok());
+        assert!(check_definition(&pages, &ValueInput::new("pages", Value::Number(3.0))).is_ok());
         assert_eq!(
             refusal(check_definition(&pages, &text("pages"))),
             (400, "pages takes a `number` value".into())
