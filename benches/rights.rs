@@ -21,15 +21,6 @@ fn children_count() -> usize {
         .unwrap_or(10_000)
 }
 
-fn input(prop: &str, value: Value) -> ValueInput {
-    ValueInput {
-        prop: prop.to_owned(),
-        replaces: None,
-        value,
-        language: None,
-    }
-}
-
 #[tokio::main]
 async fn main() {
     let app = TestApp::start().await;
@@ -50,9 +41,9 @@ async fn main() {
                 actor: app.person.clone(),
                 op: WriteOp::CreateEntity {
                     values: vec![
-                        input("_type", Value::Reference(kind.clone())),
-                        input("_parent", Value::Reference(parent.clone())),
-                        input("_inheritrights", Value::Boolean(true)),
+                        ValueInput::new("_type", Value::Reference(kind.clone())),
+                        ValueInput::new("_parent", Value::Reference(parent.clone())),
+                        ValueInput::new("_inheritrights", Value::Boolean(true)),
                     ],
                 },
             },
