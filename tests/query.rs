@@ -1260,6 +1260,38 @@ async fn type_string_takes_the_string_operators() {
 }
 
 #[tokio::test]
+async fn type_filters_by_reference_by_negation_and_by_existence() {
+    let lib = library().await;
+    let count = |query: String| {
+        let app = &lib.app;
+        let token = &lib.token;
+        async move {
+            let (status, body) = app.get(&format!("/api/demo/entity?{query}"), token).await;
+            assert_eq!(status, 200, "{query}: {body}");
+            body["count"].as_i64().unwrap()
+        }
+    };
+    let (_, dune) = lib
+        .app
+        .get(&format!("/api/demo/entity/{}", lib.books[0]), &lib.token)
+        .await;
+    let book_type = dune["entity"]["_type"][0]["reference"].as_str().unwrap().to_owned();
+    assert_eq!(count(format!("_type.reference={book_type}")).await, 4);
+    let all = count("limit=1".to_owned()).await;
+    assert!(all > 4, "types, definitions and people besides the books: {all}");
+    assert_eq!(count("_type.string.ne=book".to_owned()).await, all - 4);
+    assert_eq!(
+        count("_type.string.exists=true".to_owned()).await,
+        all,
+        "every entity has its one type"
+    );
+    assert_eq!(count("_type.string.exists=false".to_owned()).await, 0);
+    let unknown = "5f1a2b3c4d5e6f7a8b9c0d1e";
+    assert_eq!(count(format!("_type.reference.in={book_type},{unknown}")).await, 4);
+    assert_eq!(count(format!("_type.string=book&_type.reference={unknown}")).await, 0);
+}
+
+#[tokio::test]
 async fn regex_word_boundaries_match_at_the_edges_of_words() {
     let lib = library().await;
     assert_eq!(

@@ -12,6 +12,8 @@ pub mod value;
 pub const API_KEY_PROPERTY: &str = "service_api_key";
 /// Property holding login methods; its login fields are set only by the service.
 pub const LOGIN_PROPERTY: &str = "service_user";
+/// Property referencing an entity's one type.
+pub const TYPE_PROPERTY: &str = "_type";
 /// Name of the type whose entities are entity types.
 pub const ENTITY_TYPE: &str = "entity";
 /// Name of the type whose entities are property definitions.

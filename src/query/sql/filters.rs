@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use super::search::search_words;
 use super::statement::{Bind, Sql};
-use crate::model::API_KEY_PROPERTY;
+use crate::model::{API_KEY_PROPERTY, TYPE_PROPERTY};
 use crate::query::{Condition, Field, ListQuery, Operand, Operator, RegexFlags};
 use crate::rights::ALWAYS_SHOWN;
 
@@ -113,6 +113,10 @@ fn filter_clause(
     conditions: &[Condition],
     holds_references: bool,
 ) {
+    if prop == TYPE_PROPERTY && matches!(field, Field::String | Field::Reference) {
+        type_clause(sql, db, field, conditions);
+        return;
+    }
     sql.push("(");
     shown(sql, person, prop);
     sql.push(" AND e.id IN (");
@@ -139,11 +143,9 @@ fn filter_clause(
             sql.push(" AND v.reference IS NOT NULL AND v.reference IN (SELECT r.id FROM entities r WHERE r.db = ")
                 .bind(Bind::Text(db.to_owned()))
                 .push(" AND r.deleted_at IS NULL");
-            // type names are schema (rule 15); any other name matches only
-            // as the caller's own view of the referenced entity shows it
-            if prop != "_type" {
-                name_shown(sql, person);
-            }
+            // a name matches only as the caller's own view of the
+            // referenced entity shows it (`_type` names: `type_clause`)
+            name_shown(sql, person);
             tests(sql, "r.name");
             sql.push(")");
         }
@@ -151,6 +153,33 @@ fn filter_clause(
         tests(sql, &format!("v.{}", column(field)));
     }
     sql.push("))");
+}
+
+/// A filter on `_type` by reference or by the type's name (rule 15). Every
+/// entity has exactly one `_type`, projected into its `type_id` column, so
+/// the test reads that column (indexed with the database) instead of
+/// collecting the entities of a type from the value rows: `_type.string=book`
+/// is then a condition the planner can check on the other filters' few
+/// matches rather than a list of every book.
+fn type_clause(sql: &mut Sql, db: &str, field: Field, conditions: &[Condition]) {
+    sql.push("(e.type_id IS NOT NULL");
+    if field == Field::Reference {
+        for condition in conditions {
+            sql.push(" AND ");
+            value_test(sql, "e.type_id", condition);
+        }
+    } else {
+        // type names are schema: no view rule applies to them (rule 15)
+        sql.push(" AND e.type_id IN (SELECT r.id FROM entities r WHERE r.db = ")
+            .bind(Bind::Text(db.to_owned()))
+            .push(" AND r.deleted_at IS NULL");
+        for condition in conditions {
+            sql.push(" AND ");
+            value_test(sql, "r.name", condition);
+        }
+        sql.push(")");
+    }
+    sql.push(")");
 }
 
 /// ` AND ...`: the caller's view of referenced entity `r` shows its name.
