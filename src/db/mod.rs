@@ -6,6 +6,7 @@ pub mod export;
 pub mod formula_queue;
 pub mod formulas;
 pub mod local_cluster;
+pub mod prepared;
 pub mod projection;
 pub mod schema;
 mod value_rows;

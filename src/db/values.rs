@@ -4,6 +4,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
+use crate::db::prepared::Prepared;
 use crate::db::schema::{entities, property_values};
 use crate::model::json::number_json;
 use crate::model::stored::ValueRow;
@@ -264,15 +265,14 @@ pub struct Target {
 
 /// The live entities among `ids`, as references to them see them.
 pub async fn targets(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<Target>> {
-    diesel::sql_query(
+    let query = diesel::sql_query(
         "SELECT e.id, e.name, t.name AS type_name, e.sharing, e.viewers, e.noaccess, e.public_props, \
          e.domain_props FROM entities e LEFT JOIN entities t ON t.db = e.db AND t.id = e.type_id \
          WHERE e.db = $1 AND e.id = ANY($2) AND e.deleted_at IS NULL",
     )
     .bind::<diesel::sql_types::Text, _>(db)
-    .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(ids)
-    .load(conn)
-    .await
+    .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(ids);
+    Prepared::kept(query).load(conn).await
 }
 
 pub async fn soft_delete_entity(

@@ -24,6 +24,7 @@ use sort::{order_by, ordered_matches, page_window};
 use statement::{Bind, Sql};
 
 use super::{Field, ListQuery, SortTarget};
+use crate::db::prepared::Prepared;
 use crate::db::values::EntityRow;
 use crate::error::ApiError;
 
@@ -137,12 +138,14 @@ async fn holding_references(
     if props.is_empty() {
         return Ok(HashSet::new());
     }
-    let found: Vec<Prop> = diesel::sql_query(
-        "SELECT p.prop FROM unnest($2::text[]) AS p(prop) WHERE EXISTS (SELECT 1 FROM property_values x \
+    let found: Vec<Prop> = Prepared::kept(
+        diesel::sql_query(
+            "SELECT p.prop FROM unnest($2::text[]) AS p(prop) WHERE EXISTS (SELECT 1 FROM property_values x \
          WHERE x.db = $1 AND x.prop = p.prop AND x.deleted_at IS NULL AND x.reference IS NOT NULL)",
+        )
+        .bind::<Text, _>(db)
+        .bind::<Array<Text>, _>(props),
     )
-    .bind::<Text, _>(db)
-    .bind::<Array<Text>, _>(props)
     .load(conn)
     .await?;
     Ok(found.into_iter().map(|row| row.prop).collect())

@@ -1,10 +1,32 @@
 //! A statement under construction: SQL text with numbered placeholders and
 //! the values bound to them.
 
+use std::collections::HashSet;
+use std::sync::{LazyLock, Mutex};
+
 use chrono::{DateTime, NaiveDate, Utc};
 use diesel::pg::Pg;
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::sql_types::{Array, BigInt, Bool, Date, Double, Text, Timestamptz};
+
+use crate::db::prepared::Prepared;
+
+/// How many statement texts (shapes: the values are bound) a process keeps
+/// prepared. Queries of the same form with other values share a shape, so a
+/// client's few query forms are planned once per connection; a flood of new
+/// forms runs unprepared beyond this and cannot grow the connections' memory.
+const KEPT_SHAPES: usize = 64;
+
+static KEPT: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
+
+/// Whether statements of text `text` are kept prepared.
+fn kept(text: &str) -> bool {
+    let mut kept = KEPT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if kept.contains(text) {
+        return true;
+    }
+    kept.len() < KEPT_SHAPES && kept.insert(text.to_owned())
+}
 
 /// A bind parameter value.
 #[derive(Debug, Clone)]
@@ -42,7 +64,8 @@ impl Sql {
         self
     }
 
-    pub(super) fn into_query(self) -> BoxedSqlQuery<'static, Pg, SqlQuery> {
+    pub(super) fn into_query(self) -> Prepared<BoxedSqlQuery<'static, Pg, SqlQuery>> {
+        let keep = kept(&self.text);
         let mut query = diesel::sql_query(self.text).into_boxed::<Pg>();
         for bind in self.binds {
             query = match bind {
@@ -60,6 +83,6 @@ impl Sql {
                 Bind::DatetimeArray(v) => query.bind::<Array<Timestamptz>, _>(v),
             };
         }
-        query
+        Prepared::kept_if(query, keep)
     }
 }
