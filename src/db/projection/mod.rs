@@ -4,21 +4,22 @@
 //! touches it. Building it is pure ([`crate::model::projection`]); here it is
 //! loaded, stored and followed.
 
+mod bulk;
 mod follow;
 mod rebuild;
+mod store;
 mod types;
-
-use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::AsyncPgConnection;
 
+pub use self::bulk::project_plain;
 use self::follow::follow;
+use self::store::Stored;
 pub use self::rebuild::rebuild;
 pub use self::types::{TypeCache, TypeInfo};
 use crate::db::formulas;
-use crate::db::schema::entities;
 use crate::db::values::{self, EntityRow};
 use crate::model::projection::{Projection, references_in};
 use crate::model::stored::ValueRow;
@@ -147,55 +148,11 @@ async fn project_one(
         ),
     };
     let (projection, lists) = rebuild(conn, types, db, id, &rows).await?;
-    let array = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>();
-    let columns = (
-        (
-            entities::doc.eq(&projection.doc),
-            entities::name.eq(&projection.name),
-            entities::type_id.eq(&projection.type_id),
-            entities::parent_ids.eq(&projection.parent_ids),
-            entities::sharing.eq(projection.sharing.as_str()),
-            entities::inherit_rights.eq(projection.inherit_rights),
-        ),
-        (
-            entities::owners.eq(array(&lists.owners)),
-            entities::editors.eq(array(&lists.editors)),
-            entities::expanders.eq(array(&lists.expanders)),
-            entities::viewers.eq(array(&lists.viewers)),
-            entities::noaccess.eq(array(&lists.noaccess)),
-        ),
-        (
-            entities::public_props.eq(&projection.public_props),
-            entities::domain_props.eq(&projection.domain_props),
-            entities::search_private.eq(&projection.search_private),
-            entities::search_domain.eq(&projection.search_domain),
-            entities::search_public.eq(&projection.search_public),
-        ),
-    );
+    let stored = [Stored::new(id, &projection, &lists)];
     match created {
-        Some((created_at, created_by)) => {
-            diesel::insert_into(entities::table)
-                .values((
-                    (
-                        entities::db.eq(db),
-                        entities::id.eq(id),
-                        entities::created_at.eq(created_at),
-                        entities::created_by.eq(created_by),
-                    ),
-                    columns,
-                ))
-                .execute(conn)
-                .await?
-        }
-        None => {
-            diesel::update(entities::table)
-                .filter(entities::db.eq(db))
-                .filter(entities::id.eq(id))
-                .set(columns)
-                .execute(conn)
-                .await?
-        }
-    };
+        Some((created_at, created_by)) => store::insert(conn, db, created_at, &created_by, &stored).await?,
+        None => store::update(conn, db, &stored).await?,
+    }
     let mut types_to_reproject = Vec::new();
     let doc_changed = previous.as_ref().is_none_or(|row| row.doc != projection.doc);
     let is_definition = match &projection.type_id {

@@ -1,0 +1,111 @@
+//! Writing projections: the columns of `entities` a projection fills, in
+//! one statement for any number of entities (kept prepared: its text never
+//! varies).
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{Jsonb, Text, Timestamptz};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use crate::db::prepared::Prepared;
+use crate::model::projection::Projection;
+use crate::rights::RightsLists;
+
+/// The columns of one projection, as [`update`] and [`insert`] write them.
+#[derive(Serialize)]
+pub struct Stored<'a> {
+    id: &'a str,
+    doc: &'a Json,
+    name: Option<&'a str>,
+    type_id: Option<&'a str>,
+    parent_ids: &'a [String],
+    sharing: &'static str,
+    inherit_rights: bool,
+    owners: Vec<&'a String>,
+    editors: Vec<&'a String>,
+    expanders: Vec<&'a String>,
+    viewers: Vec<&'a String>,
+    noaccess: Vec<&'a String>,
+    public_props: &'a [String],
+    domain_props: &'a [String],
+    search_private: &'a str,
+    search_domain: &'a str,
+    search_public: &'a str,
+}
+
+impl<'a> Stored<'a> {
+    pub fn new(id: &'a str, projection: &'a Projection, lists: &'a RightsLists) -> Stored<'a> {
+        Stored {
+            id,
+            doc: &projection.doc,
+            name: projection.name.as_deref(),
+            type_id: projection.type_id.as_deref(),
+            parent_ids: &projection.parent_ids,
+            sharing: projection.sharing.as_str(),
+            inherit_rights: projection.inherit_rights,
+            owners: lists.owners.iter().collect(),
+            editors: lists.editors.iter().collect(),
+            expanders: lists.expanders.iter().collect(),
+            viewers: lists.viewers.iter().collect(),
+            noaccess: lists.noaccess.iter().collect(),
+            public_props: &projection.public_props,
+            domain_props: &projection.domain_props,
+            search_private: &projection.search_private,
+            search_domain: &projection.search_domain,
+            search_public: &projection.search_public,
+        }
+    }
+}
+
+/// The projections as rows: `jsonb_to_recordset` over the JSON of [`Stored`].
+const RECORDS: &str = "jsonb_to_recordset($2) AS p(id text, doc jsonb, name text, type_id text, \
+     parent_ids text[], sharing text, inherit_rights boolean, owners text[], editors text[], expanders text[], \
+     viewers text[], noaccess text[], public_props text[], domain_props text[], search_private text, \
+     search_domain text, search_public text)";
+
+fn records(stored: &[Stored<'_>]) -> Json {
+    serde_json::to_value(stored).expect("projections serialize")
+}
+
+/// Writes projections over the rows of their entities in database `db`.
+pub async fn update(conn: &mut AsyncPgConnection, db: &str, stored: &[Stored<'_>]) -> QueryResult<()> {
+    if stored.is_empty() {
+        return Ok(());
+    }
+    let query = diesel::sql_query(format!(
+        "UPDATE entities e SET doc = p.doc, name = p.name, type_id = p.type_id, parent_ids = p.parent_ids, \
+         sharing = p.sharing, inherit_rights = p.inherit_rights, owners = p.owners, editors = p.editors, \
+         expanders = p.expanders, viewers = p.viewers, noaccess = p.noaccess, public_props = p.public_props, \
+         domain_props = p.domain_props, search_private = p.search_private, search_domain = p.search_domain, \
+         search_public = p.search_public FROM {RECORDS} WHERE e.db = $1 AND e.id = p.id"
+    ))
+    .bind::<Text, _>(db)
+    .bind::<Jsonb, _>(records(stored));
+    Prepared::kept(query).execute(conn).await.map(drop)
+}
+
+/// Inserts the rows of new entities, created at `created_at` by `created_by`,
+/// with their projections.
+pub async fn insert(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    created_at: DateTime<Utc>,
+    created_by: &str,
+    stored: &[Stored<'_>],
+) -> QueryResult<()> {
+    let query = diesel::sql_query(format!(
+        "INSERT INTO entities (db, id, created_at, created_by, doc, name, type_id, parent_ids, sharing, \
+         inherit_rights, owners, editors, expanders, viewers, noaccess, public_props, domain_props, \
+         search_private, search_domain, search_public) \
+         SELECT $1, p.id, $3, $4, p.doc, p.name, p.type_id, p.parent_ids, p.sharing, p.inherit_rights, \
+         p.owners, p.editors, p.expanders, p.viewers, p.noaccess, p.public_props, p.domain_props, \
+         p.search_private, p.search_domain, p.search_public FROM {RECORDS}"
+    ))
+    .bind::<Text, _>(db)
+    .bind::<Jsonb, _>(records(stored))
+    .bind::<Timestamptz, _>(created_at)
+    .bind::<Text, _>(created_by);
+    Prepared::kept(query).execute(conn).await.map(drop)
+}
