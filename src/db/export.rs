@@ -6,20 +6,21 @@ use std::collections::HashSet;
 use chrono::{DateTime, NaiveDate, Utc};
 use diesel::QueryableByName;
 use diesel::prelude::*;
-use diesel::sql_types::Text;
+use diesel::sql_types::{Array, BigInt, Bool, Date, Double, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::formula_queue;
+use crate::db::prepared::Prepared;
 use crate::db::projection::{self, TypeCache};
 use crate::db::schema::{databases, entities, property_values};
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
 
 /// Entities read per query when exporting, and rows per insert when
-/// importing (a value row binds 20 parameters; PostgreSQL takes 65535).
+/// importing.
 pub const BATCH: usize = 1000;
 
 /// An entity's own columns (its projection is rebuilt on import).
-#[derive(Debug, Queryable, Selectable, Insertable)]
+#[derive(Debug, Queryable, Selectable)]
 #[diesel(table_name = entities)]
 pub struct StoredEntity {
     pub db: String,
@@ -31,7 +32,7 @@ pub struct StoredEntity {
 }
 
 /// Every column of a value row.
-#[derive(Debug, Queryable, Selectable, Insertable)]
+#[derive(Debug, Queryable, Selectable)]
 #[diesel(table_name = property_values)]
 pub struct StoredValue {
     pub db: String,
@@ -114,20 +115,62 @@ pub async fn claim_database(conn: &mut AsyncPgConnection, db: &str) -> QueryResu
         .await
 }
 
-/// Inserts rows as they are: entities first, as values refer to them.
+/// Inserts rows as they are: entities first, as values refer to them. Each
+/// chunk is one statement over column arrays (`unnest`), whose text never
+/// varies, so it is parsed and planned once per import, not per chunk.
 pub async fn insert(
     conn: &mut AsyncPgConnection,
     entity_rows: &[StoredEntity],
     value_rows: &[StoredValue],
 ) -> QueryResult<()> {
     for chunk in entity_rows.chunks(BATCH) {
-        diesel::insert_into(entities::table).values(chunk).execute(conn).await?;
+        let column = |pick: fn(&StoredEntity) -> Option<String>| chunk.iter().map(pick).collect::<Vec<_>>();
+        let stamps = |pick: fn(&StoredEntity) -> Option<DateTime<Utc>>| chunk.iter().map(pick).collect::<Vec<_>>();
+        let query = diesel::sql_query(
+            "INSERT INTO entities (db, id, created_at, created_by, deleted_at, deleted_by) \
+             SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[], $6::text[])",
+        )
+        .bind::<Array<Nullable<Text>>, _>(column(|e| Some(e.db.clone())))
+        .bind::<Array<Nullable<Text>>, _>(column(|e| Some(e.id.clone())))
+        .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|e| Some(e.created_at)))
+        .bind::<Array<Nullable<Text>>, _>(column(|e| e.created_by.clone()))
+        .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|e| e.deleted_at))
+        .bind::<Array<Nullable<Text>>, _>(column(|e| e.deleted_by.clone()));
+        Prepared::kept(query).execute(conn).await?;
     }
     for chunk in value_rows.chunks(BATCH) {
-        diesel::insert_into(property_values::table)
-            .values(chunk)
-            .execute(conn)
-            .await?;
+        let text = |pick: fn(&StoredValue) -> Option<String>| chunk.iter().map(pick).collect::<Vec<_>>();
+        let stamps = |pick: fn(&StoredValue) -> Option<DateTime<Utc>>| chunk.iter().map(pick).collect::<Vec<_>>();
+        let query = diesel::sql_query(
+            "INSERT INTO property_values (db, id, entity_id, prop, string, number, boolean, date, datetime, \
+             reference, filename, filesize, filetype, language, secret, secret_lookup, created_at, created_by, \
+             deleted_at, deleted_by) \
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
+             $6::double precision[], $7::boolean[], $8::date[], $9::timestamptz[], $10::text[], $11::text[], \
+             $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[], $17::timestamptz[], $18::text[], \
+             $19::timestamptz[], $20::text[])",
+        )
+        .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.db.clone())))
+        .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.id.clone())))
+        .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.entity_id.clone())))
+        .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.prop.clone())))
+        .bind::<Array<Nullable<Text>>, _>(text(|v| v.string.clone()))
+        .bind::<Array<Nullable<Double>>, _>(chunk.iter().map(|v| v.number).collect::<Vec<_>>())
+        .bind::<Array<Nullable<Bool>>, _>(chunk.iter().map(|v| v.boolean).collect::<Vec<_>>())
+        .bind::<Array<Nullable<Date>>, _>(chunk.iter().map(|v| v.date).collect::<Vec<_>>())
+        .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|v| v.datetime))
+        .bind::<Array<Nullable<Text>>, _>(text(|v| v.reference.clone()))
+        .bind::<Array<Nullable<Text>>, _>(text(|v| v.filename.clone()))
+        .bind::<Array<Nullable<BigInt>>, _>(chunk.iter().map(|v| v.filesize).collect::<Vec<_>>())
+        .bind::<Array<Nullable<Text>>, _>(text(|v| v.filetype.clone()))
+        .bind::<Array<Nullable<Text>>, _>(text(|v| v.language.clone()))
+        .bind::<Array<Nullable<Text>>, _>(text(|v| v.secret.clone()))
+        .bind::<Array<Nullable<Text>>, _>(text(|v| v.secret_lookup.clone()))
+        .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|v| Some(v.created_at)))
+        .bind::<Array<Nullable<Text>>, _>(text(|v| v.created_by.clone()))
+        .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|v| v.deleted_at))
+        .bind::<Array<Nullable<Text>>, _>(text(|v| v.deleted_by.clone()));
+        Prepared::kept(query).execute(conn).await?;
     }
     Ok(())
 }
@@ -147,11 +190,15 @@ struct IdRow {
     id: String,
 }
 
+/// Entities projected together by [`projection::project_plain`].
+const PLAIN_CHUNK: usize = 1_000;
+
 /// Rebuilds the projection of every live entity. Entity types and property
 /// definitions go first, twice, as `databases::create` does for its seed: a
 /// definition's projection needs its own type's, and every other entity's
-/// needs its definitions'. The rest follow in `_id` (creation) order; what
-/// an entity takes from others projected after it (inherited rights,
+/// needs its definitions'. Then those whose projection reads only their
+/// type, in bulk; then the others in `_id` (creation) order, where what an
+/// entity takes from others projected after it (inherited rights,
 /// referenced names, formula inputs) reaches it through the same cascades a
 /// write triggers. `progress` hears (entities projected, entities to project).
 pub async fn rebuild_projections(
@@ -185,21 +232,32 @@ pub async fn rebuild_projections(
     .map(|row| row.id)
     .collect();
     let is_meta: HashSet<&String> = meta.iter().collect();
-    let order: Vec<&String> = meta
-        .iter()
-        .chain(&meta)
-        .chain(live.iter().filter(|id| !is_meta.contains(id)))
-        .collect();
-    let total = order.len();
+    let rest: Vec<String> = live.iter().filter(|id| !is_meta.contains(id)).cloned().collect();
+    let total = 2 * meta.len() + rest.len();
     progress(0, total);
+    let mut done = 0;
     let mut types = TypeCache::default();
-    for (done, id) in order.into_iter().enumerate() {
-        if done < 2 * meta.len() {
-            // types and definitions are still taking shape: learn nothing yet
-            types.clear();
-        }
+    for id in meta.iter().chain(&meta) {
+        // types and definitions are still taking shape: learn nothing yet
+        types.clear();
         projection::project(conn, &mut types, db, id).await?;
-        progress(done + 1, total);
+        done += 1;
+        progress(done, total);
+    }
+    types.clear();
+    // those that read only their type a chunk at a time, then the others
+    // one by one with what follows each
+    let mut others = Vec::new();
+    for chunk in rest.chunks(PLAIN_CHUNK) {
+        let left = projection::project_plain(conn, &mut types, db, chunk).await?;
+        done += chunk.len() - left.len();
+        others.extend(left);
+        progress(done, total);
+    }
+    for id in &others {
+        projection::project(conn, &mut types, db, id).await?;
+        done += 1;
+        progress(done, total);
     }
     // formulas reading entities projected after them; one that fails stays
     // queued for the servers' workers to retry

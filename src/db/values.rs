@@ -113,6 +113,22 @@ pub async fn live_values(conn: &mut AsyncPgConnection, db: &str, entity_id: &str
         .await
 }
 
+/// The live values of entities `entity_ids`, by entity, each's oldest first.
+pub async fn live_values_of(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    entity_ids: &[String],
+) -> QueryResult<Vec<ValueRow>> {
+    property_values::table
+        .filter(property_values::db.eq(db))
+        .filter(property_values::entity_id.eq_any(entity_ids))
+        .filter(property_values::deleted_at.is_null())
+        .order((property_values::entity_id.asc(), property_values::id.asc()))
+        .select(ValueRow::as_select())
+        .load(conn)
+        .await
+}
+
 /// Every value an entity ever had, live and deleted, oldest first.
 pub async fn all_values(conn: &mut AsyncPgConnection, db: &str, entity_id: &str) -> QueryResult<Vec<ValueRow>> {
     property_values::table

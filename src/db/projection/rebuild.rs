@@ -54,6 +54,30 @@ async fn context_for(
     })
 }
 
+/// Whether [`rebuild`] of an entity with live values `rows` reads nothing
+/// but its type: no formulas (they read other entities), no inherited
+/// rights (they are its parents'), no searchable reference (its search text
+/// holds the referenced entity's name).
+pub(super) async fn reads_only_its_type(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    rows: &[ValueRow],
+) -> QueryResult<bool> {
+    if rows.iter().any(|row| row.prop == "_inheritrights" && row.boolean == Some(true)) {
+        return Ok(false);
+    }
+    let Some(type_id) = rows.iter().find(|row| row.prop == "_type").and_then(|row| row.reference.as_deref()) else {
+        return Ok(true);
+    };
+    let info = types.get(conn, db, type_id).await?;
+    let definitions = &info.definitions;
+    Ok(definitions.values().all(|definition| definition.formula.is_none())
+        && !rows.iter().any(|row| {
+            row.reference.is_some() && definitions.get(&row.prop).is_some_and(|definition| definition.search)
+        }))
+}
+
 /// The projection of an entity with live values `rows`, formulas included,
 /// and its effective rights lists: what a write stores, and what a check
 /// that the stored projection is current compares with.
