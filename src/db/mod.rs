@@ -12,12 +12,15 @@ pub mod schema;
 mod value_rows;
 pub mod values;
 
+use std::time::Duration;
+
+use deadpool::managed::{Manager, Metrics, RecycleResult};
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use diesel_async::AsyncPgConnection;
-use diesel_async::pooled_connection::AsyncDieselConnectionManager;
+use diesel_async::pooled_connection::{AsyncDieselConnectionManager, ManagerConfig, RecyclingMethod};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
-pub type Pool = diesel_async::pooled_connection::deadpool::Pool<AsyncPgConnection>;
+pub type Pool = deadpool::managed::Pool<Connections>;
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 /// Advisory lock key held while migrating, so processes starting together take turns.
@@ -31,14 +34,56 @@ const MIGRATION_LOCK: i64 = 0x0065_6473_5f6d_6967; // "eds_mig"
 pub fn pool(url: &str, size: usize, statement_timeout_ms: u64) -> Result<Pool, String> {
     let separator = if url.contains('?') { '&' } else { '?' };
     let url = format!("{url}{separator}options=-c%20statement_timeout%3D{statement_timeout_ms}%20-c%20jit%3Doff");
-    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(url);
-    let wait = (statement_timeout_ms > 0).then(|| std::time::Duration::from_millis(statement_timeout_ms));
+    let manager = Connections::new(url);
+    let wait = (statement_timeout_ms > 0).then(|| Duration::from_millis(statement_timeout_ms));
     Pool::builder(manager)
         .max_size(size)
         .wait_timeout(wait)
         .runtime(deadpool::Runtime::Tokio1)
         .build()
         .map_err(|e| format!("cannot build the connection pool: {e}"))
+}
+
+/// How long after its last use a pooled connection is handed out again
+/// without a round trip to check it.
+const TRUSTED_FOR: Duration = Duration::from_secs(1);
+
+/// The pool's connections. One taken again within [`TRUSTED_FOR`] of its
+/// last use is handed out unless it is known broken; one idle for longer is
+/// checked with a query first, as PostgreSQL or a proxy may have closed it
+/// meanwhile. Checking every connection every time cost a round trip, as
+/// much as a read by id's own statements.
+pub struct Connections {
+    checked: AsyncDieselConnectionManager<AsyncPgConnection>,
+    trusted: AsyncDieselConnectionManager<AsyncPgConnection>,
+}
+
+impl Connections {
+    fn new(url: String) -> Connections {
+        let mut trusted = ManagerConfig::default();
+        trusted.recycling_method = RecyclingMethod::Fast;
+        Connections {
+            checked: AsyncDieselConnectionManager::new(url.clone()),
+            trusted: AsyncDieselConnectionManager::new_with_config(url, trusted),
+        }
+    }
+}
+
+impl Manager for Connections {
+    type Type = AsyncPgConnection;
+    type Error = diesel_async::pooled_connection::PoolError;
+
+    async fn create(&self) -> Result<AsyncPgConnection, Self::Error> {
+        self.checked.create().await
+    }
+
+    async fn recycle(&self, conn: &mut AsyncPgConnection, metrics: &Metrics) -> RecycleResult<Self::Error> {
+        if metrics.last_used() < TRUSTED_FOR {
+            self.trusted.recycle(conn, metrics).await
+        } else {
+            self.checked.recycle(conn, metrics).await
+        }
+    }
 }
 
 /// Applies pending migrations (blocking; call off the async workers).
