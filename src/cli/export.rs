@@ -11,7 +11,8 @@ use serde::Serialize;
 
 use crate::cli::lines::{EntityLine, FORMAT, Header, Stamp, VERSION, ValueLine};
 use crate::cli::{Failure, progress};
-use crate::db::export::{self as rows, StoredValue};
+use crate::db::export as rows;
+use crate::db::values::ValueRecord;
 use crate::db::{Pool, databases};
 
 /// The stamp of a row's `*_at` and `*_by` columns, when `*_at` is set.
@@ -20,7 +21,7 @@ fn stamp(at: Option<DateTime<Utc>>, by: Option<String>) -> Option<Stamp> {
 }
 
 /// A value row as its export line; a number JSON cannot carry is refused.
-fn value_line(row: StoredValue) -> Result<ValueLine, Failure> {
+fn value_line(row: ValueRecord) -> Result<ValueLine, Failure> {
     // JSON has no NaN or infinity: refuse rather than write `null`.
     if row.number.is_some_and(|number| !number.is_finite()) {
         return Err(Failure(format!("value {} holds a number JSON cannot carry", row.id)));

@@ -11,14 +11,15 @@ use serde_json::Value as Json;
 
 use crate::cli::lines::{EntityLine, FORMAT, Header, Stamp, VERSION, ValueLine};
 use crate::cli::{Failure, progress};
-use crate::db::export::{self as rows, StoredEntity, StoredValue};
+use crate::db::export::{self as rows, StoredEntity};
+use crate::db::values::ValueRecord;
 use crate::db::{Pool, databases};
 use crate::model::ids::is_valid_id;
 
 /// A value line as the row to insert for entity `entity_id` of `db`.
-fn value_row(db: &str, entity_id: &str, line: ValueLine) -> StoredValue {
+fn value_row(db: &str, entity_id: &str, line: ValueLine) -> ValueRecord {
     let (deleted_at, deleted_by) = stamp_columns(line.deleted);
-    StoredValue {
+    ValueRecord {
         db: db.to_owned(),
         id: line.id,
         entity_id: entity_id.to_owned(),
@@ -75,7 +76,7 @@ fn read_header(line: Option<std::io::Result<String>>) -> Result<Header, Failure>
 #[derive(Default)]
 struct Batch {
     entities: Vec<StoredEntity>,
-    values: Vec<StoredValue>,
+    values: Vec<ValueRecord>,
 }
 
 /// Ids read so far, to refuse a repeated id with its line number.

@@ -8,7 +8,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
 use crate::auth::api_key;
 use crate::db::schema::databases;
-use crate::db::values::{self, NewValue};
+use crate::db::values::{self, ValueRecord};
 use crate::db::{Pool, projection};
 use crate::error::{ApiError, ErrorCode};
 use crate::model::ids::new_id;
@@ -205,7 +205,7 @@ struct Seed<'a> {
     owner: String,
     now: DateTime<Utc>,
     entities: Vec<String>,
-    rows: Vec<NewValue>,
+    rows: Vec<ValueRecord>,
 }
 
 struct SeedEntity<'s, 'a> {
@@ -233,15 +233,15 @@ impl<'a> Seed<'a> {
 }
 
 impl SeedEntity<'_, '_> {
-    fn row(&self, prop: &str) -> NewValue {
-        NewValue {
+    fn row(&self, prop: &str) -> ValueRecord {
+        ValueRecord {
             db: self.seed.db.to_owned(),
             id: new_id(),
             entity_id: self.id.clone(),
             prop: prop.to_owned(),
             created_at: self.seed.now,
             created_by: Some(self.seed.owner.clone()),
-            ..NewValue::default()
+            ..ValueRecord::default()
         }
     }
 

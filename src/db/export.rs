@@ -3,16 +3,17 @@
 
 use std::collections::HashSet;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use diesel::QueryableByName;
 use diesel::prelude::*;
-use diesel::sql_types::{Array, BigInt, Bool, Date, Double, Nullable, Text, Timestamptz};
+use diesel::sql_types::{Array, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::formula_queue;
 use crate::db::prepared::Prepared;
 use crate::db::projection::{self, TypeCache};
 use crate::db::schema::{databases, entities, property_values};
+use crate::db::values::{self, ValueRecord};
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
 
 /// Entities read per query when exporting, and rows per insert when
@@ -25,32 +26,6 @@ pub const BATCH: usize = 1000;
 pub struct StoredEntity {
     pub db: String,
     pub id: String,
-    pub created_at: DateTime<Utc>,
-    pub created_by: Option<String>,
-    pub deleted_at: Option<DateTime<Utc>>,
-    pub deleted_by: Option<String>,
-}
-
-/// Every column of a value row.
-#[derive(Debug, Queryable, Selectable)]
-#[diesel(table_name = property_values)]
-pub struct StoredValue {
-    pub db: String,
-    pub id: String,
-    pub entity_id: String,
-    pub prop: String,
-    pub string: Option<String>,
-    pub number: Option<f64>,
-    pub boolean: Option<bool>,
-    pub date: Option<NaiveDate>,
-    pub datetime: Option<DateTime<Utc>>,
-    pub reference: Option<String>,
-    pub filename: Option<String>,
-    pub filesize: Option<i64>,
-    pub filetype: Option<String>,
-    pub language: Option<String>,
-    pub secret: Option<String>,
-    pub secret_lookup: Option<String>,
     pub created_at: DateTime<Utc>,
     pub created_by: Option<String>,
     pub deleted_at: Option<DateTime<Utc>>,
@@ -85,12 +60,12 @@ pub async fn entities_after(conn: &mut AsyncPgConnection, db: &str, after: &str)
 }
 
 /// Every value row of entities `ids`, by entity and then value `_id`.
-pub async fn values_of(conn: &mut AsyncPgConnection, db: &str, ids: &[&String]) -> QueryResult<Vec<StoredValue>> {
+pub async fn values_of(conn: &mut AsyncPgConnection, db: &str, ids: &[&String]) -> QueryResult<Vec<ValueRecord>> {
     property_values::table
         .filter(property_values::db.eq(db))
         .filter(property_values::entity_id.eq_any(ids))
         .order((property_values::entity_id.asc(), property_values::id.asc()))
-        .select(StoredValue::as_select())
+        .select(ValueRecord::as_select())
         .load(conn)
         .await
 }
@@ -121,7 +96,7 @@ pub async fn claim_database(conn: &mut AsyncPgConnection, db: &str) -> QueryResu
 pub async fn insert(
     conn: &mut AsyncPgConnection,
     entity_rows: &[StoredEntity],
-    value_rows: &[StoredValue],
+    value_rows: &[ValueRecord],
 ) -> QueryResult<()> {
     for chunk in entity_rows.chunks(BATCH) {
         let column = |pick: fn(&StoredEntity) -> Option<String>| chunk.iter().map(pick).collect::<Vec<_>>();
@@ -139,38 +114,7 @@ pub async fn insert(
         Prepared::kept(query).execute(conn).await?;
     }
     for chunk in value_rows.chunks(BATCH) {
-        let text = |pick: fn(&StoredValue) -> Option<String>| chunk.iter().map(pick).collect::<Vec<_>>();
-        let stamps = |pick: fn(&StoredValue) -> Option<DateTime<Utc>>| chunk.iter().map(pick).collect::<Vec<_>>();
-        let query = diesel::sql_query(
-            "INSERT INTO property_values (db, id, entity_id, prop, string, number, boolean, date, datetime, \
-             reference, filename, filesize, filetype, language, secret, secret_lookup, created_at, created_by, \
-             deleted_at, deleted_by) \
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
-             $6::double precision[], $7::boolean[], $8::date[], $9::timestamptz[], $10::text[], $11::text[], \
-             $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[], $17::timestamptz[], $18::text[], \
-             $19::timestamptz[], $20::text[])",
-        )
-        .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.db.clone())))
-        .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.id.clone())))
-        .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.entity_id.clone())))
-        .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.prop.clone())))
-        .bind::<Array<Nullable<Text>>, _>(text(|v| v.string.clone()))
-        .bind::<Array<Nullable<Double>>, _>(chunk.iter().map(|v| v.number).collect::<Vec<_>>())
-        .bind::<Array<Nullable<Bool>>, _>(chunk.iter().map(|v| v.boolean).collect::<Vec<_>>())
-        .bind::<Array<Nullable<Date>>, _>(chunk.iter().map(|v| v.date).collect::<Vec<_>>())
-        .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|v| v.datetime))
-        .bind::<Array<Nullable<Text>>, _>(text(|v| v.reference.clone()))
-        .bind::<Array<Nullable<Text>>, _>(text(|v| v.filename.clone()))
-        .bind::<Array<Nullable<BigInt>>, _>(chunk.iter().map(|v| v.filesize).collect::<Vec<_>>())
-        .bind::<Array<Nullable<Text>>, _>(text(|v| v.filetype.clone()))
-        .bind::<Array<Nullable<Text>>, _>(text(|v| v.language.clone()))
-        .bind::<Array<Nullable<Text>>, _>(text(|v| v.secret.clone()))
-        .bind::<Array<Nullable<Text>>, _>(text(|v| v.secret_lookup.clone()))
-        .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|v| Some(v.created_at)))
-        .bind::<Array<Nullable<Text>>, _>(text(|v| v.created_by.clone()))
-        .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|v| v.deleted_at))
-        .bind::<Array<Nullable<Text>>, _>(text(|v| v.deleted_by.clone()));
-        Prepared::kept(query).execute(conn).await?;
+        values::insert_values(conn, chunk).await?;
     }
     Ok(())
 }

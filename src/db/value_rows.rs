@@ -1,14 +1,81 @@
-//! How a [`ValueRow`], the model's plain data, is read from
+//! Value rows as stored: every column ([`ValueRecord`]) and how rows are
+//! inserted, and how a [`ValueRow`], the model's plain data, is read from
 //! `property_values` and made from a value about to be inserted.
 
 use chrono::{DateTime, NaiveDate, Utc};
 use diesel::deserialize::{self, FromStaticSqlRow};
 use diesel::pg::Pg;
 use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Bool, Date, Double, Nullable, Text, Timestamptz};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
+use crate::db::prepared::Prepared;
 use crate::db::schema::property_values;
-use crate::db::values::NewValue;
 use crate::model::stored::ValueRow;
+
+/// Every column of a value row: what a write inserts (live), and what an
+/// export reads and an import inserts (live or deleted).
+#[derive(Debug, Clone, Default, Queryable, Selectable)]
+#[diesel(table_name = property_values)]
+pub struct ValueRecord {
+    pub db: String,
+    pub id: String,
+    pub entity_id: String,
+    pub prop: String,
+    pub string: Option<String>,
+    pub number: Option<f64>,
+    pub boolean: Option<bool>,
+    pub date: Option<NaiveDate>,
+    pub datetime: Option<DateTime<Utc>>,
+    pub reference: Option<String>,
+    pub filename: Option<String>,
+    pub filesize: Option<i64>,
+    pub filetype: Option<String>,
+    pub language: Option<String>,
+    pub secret: Option<String>,
+    pub secret_lookup: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub created_by: Option<String>,
+    pub deleted_at: Option<DateTime<Utc>>,
+    pub deleted_by: Option<String>,
+}
+
+/// Inserts value rows in one statement over column arrays (`unnest`): its
+/// text is the same for any number of rows, so it stays prepared.
+pub async fn insert_values(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -> QueryResult<usize> {
+    let text = |pick: fn(&ValueRecord) -> Option<String>| rows.iter().map(pick).collect::<Vec<_>>();
+    let stamps = |pick: fn(&ValueRecord) -> Option<DateTime<Utc>>| rows.iter().map(pick).collect::<Vec<_>>();
+    let query = diesel::sql_query(
+        "INSERT INTO property_values (db, id, entity_id, prop, string, number, boolean, date, datetime, \
+         reference, filename, filesize, filetype, language, secret, secret_lookup, created_at, created_by, \
+         deleted_at, deleted_by) \
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
+         $6::double precision[], $7::boolean[], $8::date[], $9::timestamptz[], $10::text[], $11::text[], \
+         $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[], $17::timestamptz[], $18::text[], \
+         $19::timestamptz[], $20::text[])",
+    )
+    .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.db.clone())))
+    .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.id.clone())))
+    .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.entity_id.clone())))
+    .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.prop.clone())))
+    .bind::<Array<Nullable<Text>>, _>(text(|v| v.string.clone()))
+    .bind::<Array<Nullable<Double>>, _>(rows.iter().map(|v| v.number).collect::<Vec<_>>())
+    .bind::<Array<Nullable<Bool>>, _>(rows.iter().map(|v| v.boolean).collect::<Vec<_>>())
+    .bind::<Array<Nullable<Date>>, _>(rows.iter().map(|v| v.date).collect::<Vec<_>>())
+    .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|v| v.datetime))
+    .bind::<Array<Nullable<Text>>, _>(text(|v| v.reference.clone()))
+    .bind::<Array<Nullable<Text>>, _>(text(|v| v.filename.clone()))
+    .bind::<Array<Nullable<BigInt>>, _>(rows.iter().map(|v| v.filesize).collect::<Vec<_>>())
+    .bind::<Array<Nullable<Text>>, _>(text(|v| v.filetype.clone()))
+    .bind::<Array<Nullable<Text>>, _>(text(|v| v.language.clone()))
+    .bind::<Array<Nullable<Text>>, _>(text(|v| v.secret.clone()))
+    .bind::<Array<Nullable<Text>>, _>(text(|v| v.secret_lookup.clone()))
+    .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|v| Some(v.created_at)))
+    .bind::<Array<Nullable<Text>>, _>(text(|v| v.created_by.clone()))
+    .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|v| v.deleted_at))
+    .bind::<Array<Nullable<Text>>, _>(text(|v| v.deleted_by.clone()));
+    Prepared::kept(query).execute(conn).await
+}
 
 /// The columns a [`ValueRow`] is read from, in its fields' order: every
 /// column of `property_values` but its database and credential columns.
@@ -130,8 +197,8 @@ where
     }
 }
 
-impl From<&NewValue> for ValueRow {
-    fn from(new: &NewValue) -> ValueRow {
+impl From<&ValueRecord> for ValueRow {
+    fn from(new: &ValueRecord) -> ValueRow {
         ValueRow {
             id: new.id.clone(),
             entity_id: new.entity_id.clone(),

@@ -1,38 +1,15 @@
 //! Rows of `entities` and `property_values` and the small queries on them.
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::prepared::Prepared;
 use crate::db::schema::{entities, property_values};
+pub use crate::db::value_rows::{ValueRecord, insert_values};
 use crate::model::json::number_json;
 use crate::model::stored::ValueRow;
 use crate::rights::{RightsLists, Sharing, Visibility};
-
-/// A value to insert.
-#[derive(Debug, Clone, Default, Insertable)]
-#[diesel(table_name = property_values)]
-pub struct NewValue {
-    pub db: String,
-    pub id: String,
-    pub entity_id: String,
-    pub prop: String,
-    pub string: Option<String>,
-    pub number: Option<f64>,
-    pub boolean: Option<bool>,
-    pub date: Option<NaiveDate>,
-    pub datetime: Option<DateTime<Utc>>,
-    pub reference: Option<String>,
-    pub filename: Option<String>,
-    pub filesize: Option<i64>,
-    pub filetype: Option<String>,
-    pub language: Option<String>,
-    pub secret: Option<String>,
-    pub secret_lookup: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub created_by: Option<String>,
-}
 
 /// The parts of an entity's row that reads and rights checks need.
 #[derive(Debug, Clone, Queryable, QueryableByName, Selectable)]
@@ -168,13 +145,6 @@ pub async fn soft_delete_values(
         .await
 }
 
-pub async fn insert_values(conn: &mut AsyncPgConnection, rows: &[NewValue]) -> QueryResult<usize> {
-    diesel::insert_into(property_values::table)
-        .values(rows)
-        .execute(conn)
-        .await
-}
-
 /// Inserts the row of a new entity; its projection is filled by `projection::project`.
 pub async fn insert_entity(
     conn: &mut AsyncPgConnection,
@@ -196,14 +166,14 @@ pub async fn insert_entity(
 
 /// Whether `id` is a live entity of `db`.
 pub async fn entity_exists(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryResult<bool> {
-    diesel::select(diesel::dsl::exists(
+    // diesel does not keep `EXISTS` prepared by itself; every write asks this
+    let query = diesel::select(diesel::dsl::exists(
         entities::table
             .filter(entities::db.eq(db))
             .filter(entities::id.eq(id))
             .filter(entities::deleted_at.is_null()),
-    ))
-    .get_result(conn)
-    .await
+    ));
+    Prepared::kept(query).get_result(conn).await
 }
 
 /// Name and type name of live entities, for the `string` and `entity_type` of references.

@@ -28,7 +28,7 @@ use tracing::Span;
 
 use crate::auth::api_key::GeneratedKey;
 use crate::db::Pool;
-use crate::db::values::NewValue;
+use crate::db::values::ValueRecord;
 use crate::error::ApiError;
 use crate::model::stored::ValueRow;
 use crate::model::value::ValueInput;
@@ -88,7 +88,7 @@ pub struct WrittenValue {
 impl WrittenValue {
     /// The rows a write stored, in order, each new API key with its plain
     /// text (`plain_keys`, by value id).
-    fn all(rows: &[NewValue], mut plain_keys: HashMap<String, String>) -> Vec<WrittenValue> {
+    fn all(rows: &[ValueRecord], mut plain_keys: HashMap<String, String>) -> Vec<WrittenValue> {
         rows.iter()
             .map(|row| WrittenValue {
                 row: ValueRow::from(row),
@@ -137,10 +137,10 @@ mod tests {
 
     #[test]
     fn each_new_api_key_comes_back_with_its_own_value_only() {
-        let row = |id: &str, prop: &str| NewValue {
+        let row = |id: &str, prop: &str| ValueRecord {
             id: id.into(),
             prop: prop.into(),
-            ..NewValue::default()
+            ..ValueRecord::default()
         };
         let rows = [
             row("v1", "title"),

@@ -1,7 +1,7 @@
 //! What a write replaces besides the values it overwrites by `_id`, and the
 //! rule that an entity keeps an owner through every write and deletion.
 
-use crate::db::values::NewValue;
+use crate::db::values::ValueRecord;
 use crate::error::ApiError;
 use crate::model::stored::ValueRow;
 use crate::rights::is_rights_property;
@@ -12,7 +12,7 @@ pub(super) const SINGLE_VALUED: [&str; 2] = ["_sharing", "_inheritrights"];
 
 /// A person holds one right per entity: a new right value for a person
 /// replaces the live rights values that name them.
-pub(super) fn replaced_rights(live: &[ValueRow], rows: &[NewValue]) -> Vec<String> {
+pub(super) fn replaced_rights(live: &[ValueRow], rows: &[ValueRecord]) -> Vec<String> {
     let granted: Vec<&str> = rows
         .iter()
         .filter(|row| is_rights_property(&row.prop))
@@ -26,7 +26,7 @@ pub(super) fn replaced_rights(live: &[ValueRow], rows: &[NewValue]) -> Vec<Strin
 }
 
 /// The live values that new single-valued values replace.
-pub(super) fn replaced_single_values(live: &[ValueRow], rows: &[NewValue]) -> Vec<String> {
+pub(super) fn replaced_single_values(live: &[ValueRow], rows: &[ValueRecord]) -> Vec<String> {
     live.iter()
         .filter(|row| SINGLE_VALUED.contains(&row.prop.as_str()))
         .filter(|row| rows.iter().any(|new| new.prop == row.prop))
@@ -36,7 +36,7 @@ pub(super) fn replaced_single_values(live: &[ValueRow], rows: &[NewValue]) -> Ve
 
 /// An entity keeps at least one `_owner`: refuses a change that removes the
 /// live values `removed` and adds `added` when no owner would be left.
-pub(super) fn keep_an_owner(live: &[ValueRow], removed: &[String], added: &[NewValue]) -> Result<(), ApiError> {
+pub(super) fn keep_an_owner(live: &[ValueRow], removed: &[String], added: &[ValueRecord]) -> Result<(), ApiError> {
     let owners_left = live
         .iter()
         .filter(|row| row.prop == "_owner" && !removed.contains(&row.id))
@@ -52,12 +52,12 @@ pub(super) fn keep_an_owner(live: &[ValueRow], removed: &[String], added: &[NewV
 mod tests {
     use super::*;
 
-    fn new(id: &str, prop: &str, reference: Option<&str>) -> NewValue {
-        NewValue {
+    fn new(id: &str, prop: &str, reference: Option<&str>) -> ValueRecord {
+        ValueRecord {
             id: id.into(),
             prop: prop.into(),
             reference: reference.map(str::to_owned),
-            ..NewValue::default()
+            ..ValueRecord::default()
         }
     }
 

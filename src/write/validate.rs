@@ -14,7 +14,7 @@ use super::keys::MAX_KEYS_PER_WRITE;
 use super::replaced::SINGLE_VALUED;
 use crate::auth::api_key::GeneratedKey;
 use crate::db::projection::{TypeCache, TypeInfo};
-use crate::db::values::{self, NewValue};
+use crate::db::values::{self, ValueRecord};
 use crate::error::{ApiError, ErrorCode};
 use crate::model::definition::{PropertyDefinition, SystemProperty, is_billing_property};
 use crate::model::ids::new_id;
@@ -53,8 +53,8 @@ pub(super) struct Target<'a> {
 
 impl Target<'_> {
     /// A new row of this entity holding `value`, written now by the actor.
-    pub fn new_row(&self, prop: &str, value: &Value, language: Option<String>) -> NewValue {
-        let mut row = NewValue {
+    pub fn new_row(&self, prop: &str, value: &Value, language: Option<String>) -> ValueRecord {
+        let mut row = ValueRecord {
             db: self.db.to_owned(),
             id: new_id(),
             entity_id: self.entity_id.to_owned(),
@@ -62,7 +62,7 @@ impl Target<'_> {
             language,
             created_at: self.now,
             created_by: Some(self.actor.to_owned()),
-            ..NewValue::default()
+            ..ValueRecord::default()
         };
         match value.clone() {
             Value::String(text) => row.string = Some(text),
@@ -100,7 +100,7 @@ pub(super) async fn validate(
     target: &Target<'_>,
     inputs: &[ValueInput],
     mut keys: Vec<GeneratedKey>,
-) -> Result<(Vec<NewValue>, HashMap<String, String>), ApiError> {
+) -> Result<(Vec<ValueRecord>, HashMap<String, String>), ApiError> {
     let mut rows = Vec::with_capacity(inputs.len());
     let mut plain_keys = HashMap::new();
     one_of_each_single_valued(inputs)?;
@@ -338,10 +338,10 @@ mod tests {
 
     #[test]
     fn an_overwrite_names_a_live_value_of_its_property_once() {
-        let live = [ValueRow::from(&NewValue {
+        let live = [ValueRow::from(&ValueRecord {
             id: "v1".into(),
             prop: "title".into(),
-            ..NewValue::default()
+            ..ValueRecord::default()
         })];
         let overwrite = |prop: &str| ValueInput {
             replaces: Some("v1".into()),

@@ -16,8 +16,8 @@ use diesel_async::AsyncPgConnection;
 
 pub use self::bulk::project_plain;
 use self::follow::follow;
-use self::store::Stored;
 pub use self::rebuild::rebuild;
+use self::store::Stored;
 pub use self::types::{TypeCache, TypeInfo};
 use crate::db::formulas;
 use crate::db::values::{self, EntityRow};

@@ -64,10 +64,17 @@ pub(super) async fn reads_only_its_type(
     db: &str,
     rows: &[ValueRow],
 ) -> QueryResult<bool> {
-    if rows.iter().any(|row| row.prop == "_inheritrights" && row.boolean == Some(true)) {
+    if rows
+        .iter()
+        .any(|row| row.prop == "_inheritrights" && row.boolean == Some(true))
+    {
         return Ok(false);
     }
-    let Some(type_id) = rows.iter().find(|row| row.prop == "_type").and_then(|row| row.reference.as_deref()) else {
+    let Some(type_id) = rows
+        .iter()
+        .find(|row| row.prop == "_type")
+        .and_then(|row| row.reference.as_deref())
+    else {
         return Ok(true);
     };
     let info = types.get(conn, db, type_id).await?;

@@ -187,20 +187,20 @@ pub fn written_example() -> Json {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::values::NewValue;
+    use crate::db::values::ValueRecord;
     use crate::model::API_KEY_PROPERTY;
     use crate::model::stored::ValueRow;
 
-    fn row(prop: &str) -> NewValue {
-        NewValue {
+    fn row(prop: &str) -> ValueRecord {
+        ValueRecord {
             id: "v1".into(),
             entity_id: "e1".into(),
             prop: prop.into(),
-            ..NewValue::default()
+            ..ValueRecord::default()
         }
     }
 
-    fn shown(row: NewValue, plain_key: Option<&str>) -> String {
+    fn shown(row: ValueRecord, plain_key: Option<&str>) -> String {
         let value = WrittenValue {
             row: ValueRow::from(&row),
             plain_key: plain_key.map(str::to_owned),
