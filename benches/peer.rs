@@ -1,5 +1,5 @@
 //! eds side by side with PocketBase: the same fixed-seed 100,000 `book`
-//! records on both (eds loaded through its write path as the query benchmark
+//! records on both (eds loaded through `eds import` as the query benchmark
 //! does, PocketBase through its batch API), then `wrk -t2 -c32` per row
 //! against each: get by id, a price range sorted with the total, a two-word
 //! search with the total, equality on `code`, one create per request; and eds
@@ -105,9 +105,9 @@ async fn measure(side: Side<'_>, name: &str, dir: &Path, seconds: u32, runs: usi
     let script = script(dir, name, &side.calls);
     let (url, token) = (side.url.to_owned(), side.token.map(str::to_owned));
     let results = tokio::task::spawn_blocking(move || {
-        wrk(&url, token.as_deref(), Some(&script), 3); // warm-up
+        wrk(&url, token.as_deref(), Some(&script), 3, 32); // warm-up
         (0..runs)
-            .map(|_| wrk(&url, token.as_deref(), Some(&script), seconds))
+            .map(|_| wrk(&url, token.as_deref(), Some(&script), seconds, 32))
             .collect::<Vec<_>>()
     })
     .await

@@ -328,12 +328,26 @@ pub async fn owner(pool: &Pool) -> String {
     .id
 }
 
-/// One `wrk` run, with a bearer token and a Lua script choosing each
+/// One `wrk` run of `clients` connections, with a bearer token and a Lua script choosing each
 /// request when given: requests/s, p50 and p99 in milliseconds (none when no
 /// request finished), and the answers other than 2xx (503 `query_timeout`).
-pub fn wrk(url: &str, token: Option<&str>, script: Option<&Path>, seconds: u32) -> (f64, Option<(f64, f64)>, u64) {
+pub fn wrk(
+    url: &str,
+    token: Option<&str>,
+    script: Option<&Path>,
+    seconds: u32,
+    clients: u32,
+) -> (f64, Option<(f64, f64)>, u64) {
     let mut command = std::process::Command::new("wrk");
-    command.args(["-t2", "-c32", &format!("-d{seconds}s"), "--timeout", "30s", "--latency"]);
+    let threads = clients.min(2);
+    command.args([
+        &format!("-t{threads}"),
+        &format!("-c{clients}"),
+        &format!("-d{seconds}s"),
+        "--timeout",
+        "30s",
+        "--latency",
+    ]);
     if let Some(token) = token {
         command.args(["-H", &format!("Authorization: Bearer {token}")]);
     }
