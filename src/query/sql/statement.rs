@@ -86,3 +86,22 @@ impl Sql {
         Prepared::kept_if(query, keep)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_more_than_the_cap_of_statement_shapes_is_kept_prepared() {
+        // other tests may keep shapes of their own: the cap is shared
+        let texts: Vec<String> = (0..KEPT_SHAPES + 10)
+            .map(|n| format!("SELECT {n} AS shape_of_this_test"))
+            .collect();
+        let kept_now: Vec<bool> = texts.iter().map(|text| kept(text)).collect();
+        assert!(kept_now.iter().filter(|kept| **kept).count() <= KEPT_SHAPES);
+        assert!(!kept_now.last().unwrap(), "a shape past the cap runs unprepared");
+        for (text, was_kept) in texts.iter().zip(&kept_now) {
+            assert_eq!(kept(text), *was_kept, "a shape stays as it was first decided: {text}");
+        }
+    }
+}
