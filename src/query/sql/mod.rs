@@ -159,13 +159,16 @@ fn count_from_page(query: &ListQuery, found: usize) -> Option<i64> {
 }
 
 /// Whether the page statement counts all matches itself: a page sorted by a
-/// value reads every match to sort them anyway, so counting them there costs
-/// nothing, while a page in `_id` order may stop after its last row.
+/// value reads every match to sort them anyway, and search words are found
+/// by trigram index scans that collect every match before the first row, so
+/// counting them there costs little more than a second statement repeating
+/// those scans; a page in `_id` order may otherwise stop after its last row.
 fn page_counts_matches(query: &ListQuery) -> bool {
-    query
-        .sort
-        .iter()
-        .any(|key| matches!(key.target, SortTarget::Value { .. }))
+    !query.words.is_empty()
+        || query
+            .sort
+            .iter()
+            .any(|key| matches!(key.target, SortTarget::Value { .. }))
 }
 
 /// One page of matches, and the count of all matches (needed unless the page
@@ -239,6 +242,17 @@ mod tests {
         assert_eq!(count_from_page(&query(20, 0), 0), Some(0));
         assert_eq!(count_from_page(&query(20, 0), 7), Some(7));
         assert_eq!(count_from_page(&query(20, 40), 7), Some(47));
+    }
+
+    #[test]
+    fn a_search_or_a_sort_by_value_counts_in_the_page_statement() {
+        let parse = |query: &str| {
+            let params: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap();
+            ListQuery::parse(&params).unwrap()
+        };
+        assert!(page_counts_matches(&parse("q=dune")));
+        assert!(page_counts_matches(&parse("sort=-price.number")));
+        assert!(!page_counts_matches(&parse("title.string=Dune&sort=-_id")));
     }
 
     #[test]
