@@ -27,6 +27,7 @@ use super::{Field, ListQuery, SortTarget};
 use crate::db::prepared::Prepared;
 use crate::db::values::EntityRow;
 use crate::error::ApiError;
+use crate::model::TYPE_PROPERTY;
 
 #[derive(QueryableByName)]
 struct CountRow {
@@ -132,7 +133,8 @@ async fn holding_references(
     let props: Vec<String> = query
         .filters
         .iter()
-        .filter(|filter| filter.field == Field::String)
+        // `_type` names are matched through the entity's projected type
+        .filter(|filter| filter.field == Field::String && filter.prop != TYPE_PROPERTY)
         .map(|filter| filter.prop.clone())
         .collect();
     if props.is_empty() {
