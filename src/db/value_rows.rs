@@ -198,25 +198,25 @@ where
 }
 
 impl From<&ValueRecord> for ValueRow {
-    fn from(new: &ValueRecord) -> ValueRow {
+    fn from(record: &ValueRecord) -> ValueRow {
         ValueRow {
-            id: new.id.clone(),
-            entity_id: new.entity_id.clone(),
-            prop: new.prop.clone(),
-            string: new.string.clone(),
-            number: new.number,
-            boolean: new.boolean,
-            date: new.date,
-            datetime: new.datetime,
-            reference: new.reference.clone(),
-            filename: new.filename.clone(),
-            filesize: new.filesize,
-            filetype: new.filetype.clone(),
-            language: new.language.clone(),
-            created_at: new.created_at,
-            created_by: new.created_by.clone(),
-            deleted_at: None,
-            deleted_by: None,
+            id: record.id.clone(),
+            entity_id: record.entity_id.clone(),
+            prop: record.prop.clone(),
+            string: record.string.clone(),
+            number: record.number,
+            boolean: record.boolean,
+            date: record.date,
+            datetime: record.datetime,
+            reference: record.reference.clone(),
+            filename: record.filename.clone(),
+            filesize: record.filesize,
+            filetype: record.filetype.clone(),
+            language: record.language.clone(),
+            created_at: record.created_at,
+            created_by: record.created_by.clone(),
+            deleted_at: record.deleted_at,
+            deleted_by: record.deleted_by.clone(),
         }
     }
 }

@@ -2,6 +2,8 @@
 //! one statement for any number of entities (kept prepared: its text never
 //! varies).
 
+use std::collections::BTreeSet;
+
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Jsonb, Text, Timestamptz};
@@ -23,11 +25,11 @@ pub struct Stored<'a> {
     parent_ids: &'a [String],
     sharing: &'static str,
     inherit_rights: bool,
-    owners: Vec<&'a String>,
-    editors: Vec<&'a String>,
-    expanders: Vec<&'a String>,
-    viewers: Vec<&'a String>,
-    noaccess: Vec<&'a String>,
+    owners: &'a BTreeSet<String>,
+    editors: &'a BTreeSet<String>,
+    expanders: &'a BTreeSet<String>,
+    viewers: &'a BTreeSet<String>,
+    noaccess: &'a BTreeSet<String>,
     public_props: &'a [String],
     domain_props: &'a [String],
     search_private: &'a str,
@@ -45,11 +47,11 @@ impl<'a> Stored<'a> {
             parent_ids: &projection.parent_ids,
             sharing: projection.sharing.as_str(),
             inherit_rights: projection.inherit_rights,
-            owners: lists.owners.iter().collect(),
-            editors: lists.editors.iter().collect(),
-            expanders: lists.expanders.iter().collect(),
-            viewers: lists.viewers.iter().collect(),
-            noaccess: lists.noaccess.iter().collect(),
+            owners: &lists.owners,
+            editors: &lists.editors,
+            expanders: &lists.expanders,
+            viewers: &lists.viewers,
+            noaccess: &lists.noaccess,
             public_props: &projection.public_props,
             domain_props: &projection.domain_props,
             search_private: &projection.search_private,
