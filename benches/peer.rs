@@ -18,12 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use books::{Book, DB, SERVE_ENV, books, durable_cluster, load, median, prewarm, vocabulary, write, wrk};
+use books::{Book, DB, SERVE_ENV, books, durable_cluster, load, median, prewarm, vocabulary, wrk};
 use diesel::Connection;
 use diesel_async::RunQueryDsl;
 use eds::db::{self, Pool};
-use eds::model::value::parse_body;
-use eds::write::WriteOp;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value as Json, json};
@@ -185,15 +183,7 @@ async fn eds_database(count: usize) -> (String, String) {
     let pool = db::pool(&database_url, 4, 600_000).unwrap();
     prewarm(&pool).await;
     let owner = books::owner(&pool).await;
-    let key = write(
-        &pool,
-        &owner,
-        WriteOp::AddValues {
-            entity_id: owner.clone(),
-            values: parse_body(br#"{"type": "service_api_key", "string": "generate"}"#).unwrap(),
-        },
-    )
-    .await;
+    let key = books::api_key(&pool, &owner).await;
     (database_url, key)
 }
 

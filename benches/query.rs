@@ -16,11 +16,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use books::{DB, SERVE_ENV, books, durable_cluster, load, median, prewarm, scalar, write, wrk};
+use books::{DB, SERVE_ENV, books, durable_cluster, load, median, prewarm, scalar, wrk};
 use eds::db::{self, Pool};
-use eds::model::value::parse_body;
 use eds::query::ListQuery;
-use eds::write::WriteOp;
 
 use common::processes::{call_json, serve_logged};
 
@@ -61,15 +59,7 @@ async fn main() {
     prewarm(&pool).await;
     // A write to the person who owns (and so is referenced by) every book.
     let started = Instant::now();
-    let key = write(
-        &pool,
-        &owner,
-        WriteOp::AddValues {
-            entity_id: owner.clone(),
-            values: parse_body(br#"{"type": "service_api_key", "string": "generate"}"#).unwrap(),
-        },
-    )
-    .await;
+    let key = books::api_key(&pool, &owner).await;
     println!(
         "an API key added to the owner of {count} books: {} ms",
         started.elapsed().as_millis()

@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use diesel::Connection;
 use diesel_async::RunQueryDsl;
-use eds::cli::lines::{EntityLine, Stamp, ValueLine};
 use eds::db::{Pool, local_cluster::LocalCluster};
 use eds::model::ids::new_id;
 use eds::model::value::parse_body;
@@ -148,6 +147,15 @@ pub async fn write(pool: &Pool, actor: &str, op: WriteOp) -> String {
     }
 }
 
+/// A new API key of `person`, through the write path.
+pub async fn api_key(pool: &Pool, person: &str) -> String {
+    let op = WriteOp::AddValues {
+        entity_id: person.to_owned(),
+        values: parse_body(br#"{"type": "service_api_key", "string": "generate"}"#).unwrap(),
+    };
+    write(pool, person, op).await
+}
+
 pub fn values(json: Json) -> WriteOp {
     WriteOp::CreateEntity {
         values: parse_body(json.to_string().as_bytes()).unwrap(),
@@ -237,55 +245,30 @@ pub async fn load(pool: &Pool, count: usize) -> String {
     // comes back in through `eds import` (into the emptied database).
     let mut file = Vec::new();
     let mut header = eds::cli::export::export(pool, DB, &mut file).await.unwrap();
-    let now = chrono::Utc::now();
-    let stamp = || Stamp {
-        at: now,
-        by: Some(owner.clone()),
-    };
-    let value = |prop: &str, fill: &dyn Fn(&mut ValueLine)| {
-        let mut line = ValueLine {
-            id: new_id(),
-            prop: prop.to_owned(),
-            string: None,
-            number: None,
-            boolean: None,
-            date: None,
-            datetime: None,
-            reference: None,
-            filename: None,
-            filesize: None,
-            filetype: None,
-            language: None,
-            secret: None,
-            secret_lookup: None,
-            created: stamp(),
-            deleted: None,
-        };
-        fill(&mut line);
-        line
+    // books as the write path stores them, `_owner` and `_created` included
+    // (the lines of docs/export.md)
+    let created = json!({"at": chrono::Utc::now(), "by": owner});
+    let value = |prop: &str, field: &str, content: Json| {
+        let mut value = json!({"_id": new_id(), "type": prop, "created": created});
+        value[field] = content;
+        value
     };
     for next in books(count) {
-        let published = chrono::NaiveDate::parse_from_str(&next.published, "%Y-%m-%d").unwrap();
-        let line = EntityLine {
-            id: new_id(),
-            created: stamp(),
-            deleted: None,
-            values: vec![
-                value("_type", &|v| v.reference = Some(book.clone())),
-                value("title", &|v| v.string = Some(next.title.clone())),
-                value("price", &|v| v.number = Some(next.price)),
-                value("published", &|v| v.date = Some(published)),
-                value("instock", &|v| v.boolean = Some(next.instock)),
-                value("code", &|v| v.string = Some(next.code.clone())),
-                value("_owner", &|v| v.reference = Some(owner.clone())),
-                value("_created", &|v| {
-                    v.reference = Some(owner.clone());
-                    v.datetime = Some(now);
-                }),
-            ],
-        };
+        let mut when = value("_created", "reference", json!(owner));
+        when["datetime"] = created["at"].clone();
+        let values = [
+            value("_type", "reference", json!(book)),
+            value("title", "string", json!(next.title)),
+            value("price", "number", json!(next.price)),
+            value("published", "date", json!(next.published)),
+            value("instock", "boolean", json!(next.instock)),
+            value("code", "string", json!(next.code)),
+            value("_owner", "reference", json!(owner)),
+            when,
+        ];
         header.entities += 1;
-        header.values += line.values.len() as u64;
+        header.values += values.len() as u64;
+        let line = json!({"_id": new_id(), "created": created, "values": values});
         serde_json::to_writer(&mut file, &line).unwrap();
         file.push(b'\n');
     }
