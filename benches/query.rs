@@ -4,7 +4,8 @@
 //! queries against two release `eds serve` processes, one with the answer
 //! cache (the default) and one computing every answer, with 32 clients and
 //! with one, and each query's plan is written with `EXPLAIN (ANALYZE,
-//! BUFFERS)`.
+//! BUFFERS)` (to `docs/bench/` at the default size, else to a folder under
+//! the system's temporary directory).
 //!
 //! `make bench BENCH=query` (installs `wrk` when missing, then runs `cargo
 //! bench --bench query`; `EDS_BENCH_ENTITIES` sets the
@@ -26,11 +27,14 @@ mod books;
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+/// The size whose plans are kept in `docs/bench/`.
+const DEFAULT_ENTITIES: usize = 1_000_000;
+
 fn entities_wanted() -> usize {
     std::env::var("EDS_BENCH_ENTITIES")
         .ok()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(1_000_000)
+        .unwrap_or(DEFAULT_ENTITIES)
 }
 
 /// Waits until no other session of the cluster is running a statement.
@@ -101,8 +105,14 @@ async fn main() {
             format!("sort=-price.number&skip={}&limit=20", count / 2),
         ),
     ];
-    let explain_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/bench");
+    // plans of another size go to a scratch folder, not over the kept ones
+    let explain_dir = if count == DEFAULT_ENTITIES {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/bench")
+    } else {
+        std::env::temp_dir().join(format!("eds-bench-plans-{count}"))
+    };
     std::fs::create_dir_all(&explain_dir).unwrap();
+    println!("plans: {}", explain_dir.display());
     println!("| query | answer cache | requests/s | p50 ms | p99 ms | non-2xx answers | count |");
     println!("|---|---|---|---|---|---|---|");
     let only = std::env::var("EDS_BENCH_ONLY").ok();
