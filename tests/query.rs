@@ -1260,6 +1260,29 @@ async fn type_string_takes_the_string_operators() {
 }
 
 #[tokio::test]
+async fn a_search_page_counts_every_match_whatever_the_page_shows() {
+    let lib = library().await;
+    let (_, all) = lib.query("q=e").await;
+    let every = lib.matches("q=e").await;
+    assert!(every.len() > 2, "a search matching more than a page: {all}");
+    assert_eq!(all["count"], every.len());
+    for (window, shown) in [
+        ("limit=2", &every[..2]),
+        ("limit=2&skip=2", &every[2..every.len().min(4)]),
+    ] {
+        let (status, body) = lib.query(&format!("q=e&{window}")).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["count"], every.len(), "{window}: {body}");
+        assert_eq!(lib.matches(&format!("q=e&{window}")).await, shown, "{window}");
+    }
+    let (_, past) = lib.query("q=e&limit=2&skip=50").await;
+    assert_eq!(
+        (past["count"].clone(), past["entities"].clone()),
+        (json!(every.len()), json!([]))
+    );
+}
+
+#[tokio::test]
 async fn type_filters_by_reference_by_negation_and_by_existence() {
     let lib = library().await;
     let count = |query: String| {
