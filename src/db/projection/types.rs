@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use diesel::prelude::*;
+use diesel::sql_types::{Jsonb, Nullable, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
-use crate::db::schema::entities;
+use crate::db::prepared::Prepared;
 use crate::db::values;
 use crate::model::definition::PropertyDefinition;
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
@@ -80,30 +81,35 @@ impl TypeCache {
 }
 
 /// Property definitions of an entity type: `(name, projection)` of every live
-/// entity of type `property` whose `_parent` is the type.
+/// entity of type `property` with a live `_parent` value naming the type,
+/// found through the (database, property, reference) index: the projected
+/// `parent_ids` have only a GIN index, whose pending entries every search
+/// reads, and a busy database keeps many pending (every entity update adds
+/// some), which made this lookup on every write cost milliseconds.
 async fn definitions_of_type(
     conn: &mut AsyncPgConnection,
     db: &str,
     type_id: &str,
 ) -> QueryResult<Vec<(Option<String>, serde_json::Value)>> {
-    let (definition, kind) = diesel::alias!(entities as definition, entities as kind);
-    definition
-        .inner_join(
-            kind.on(kind.field(entities::db).eq(definition.field(entities::db)).and(
-                kind.field(entities::id)
-                    .nullable()
-                    .eq(definition.field(entities::type_id)),
-            )),
+    #[derive(QueryableByName)]
+    struct Definition {
+        #[diesel(sql_type = Nullable<Text>)]
+        name: Option<String>,
+        #[diesel(sql_type = Jsonb)]
+        doc: serde_json::Value,
+    }
+    let found: Vec<Definition> = Prepared::kept(
+        diesel::sql_query(
+            "SELECT d.name, d.doc FROM entities d JOIN entities k ON k.db = d.db AND k.id = d.type_id \
+             WHERE d.db = $1 AND d.deleted_at IS NULL AND k.name = $3 AND d.id IN (SELECT p.entity_id \
+             FROM property_values p WHERE p.db = $1 AND p.prop = '_parent' AND p.reference = $2 \
+             AND p.deleted_at IS NULL AND p.reference IS NOT NULL)",
         )
-        .filter(definition.field(entities::db).eq(db))
-        .filter(
-            definition
-                .field(entities::parent_ids)
-                .contains(vec![type_id.to_owned()]),
-        )
-        .filter(definition.field(entities::deleted_at).is_null())
-        .filter(kind.field(entities::name).eq(PROPERTY_TYPE))
-        .select((definition.field(entities::name), definition.field(entities::doc)))
-        .load(conn)
-        .await
+        .bind::<Text, _>(db)
+        .bind::<Text, _>(type_id)
+        .bind::<Text, _>(PROPERTY_TYPE),
+    )
+    .load(conn)
+    .await?;
+    Ok(found.into_iter().map(|row| (row.name, row.doc)).collect())
 }
