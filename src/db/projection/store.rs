@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Jsonb, Text, Timestamptz};
+use diesel::sql_types::{Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde::Serialize;
 use serde_json::Value as Json;
@@ -62,16 +62,21 @@ impl<'a> Stored<'a> {
 }
 
 /// The projections as rows: `jsonb_to_recordset` over the JSON of [`Stored`].
-const RECORDS: &str = "jsonb_to_recordset($2) AS p(id text, doc jsonb, name text, type_id text, \
+const RECORDS: &str = "jsonb_to_recordset($2::jsonb) AS p(id text, doc jsonb, name text, type_id text, \
      parent_ids text[], sharing text, inherit_rights boolean, owners text[], editors text[], expanders text[], \
      viewers text[], noaccess text[], public_props text[], domain_props text[], search_private text, \
      search_domain text, search_public text)";
 
-fn records(stored: &[Stored<'_>]) -> Json {
-    serde_json::to_value(stored).expect("projections serialize")
+/// The JSON text of `stored`, written directly: a `serde_json::Value` tree
+/// of every document would be built only to be written out and dropped.
+fn records(stored: &[Stored<'_>]) -> String {
+    serde_json::to_string(stored).expect("projections serialize")
 }
 
-/// Writes projections over the rows of their entities in database `db`.
+/// Writes projections over the rows of their entities in database `db`. A
+/// row that already holds its projection is left as it is: rewriting it
+/// would add an entry to each of the table's indexes for nothing (a change
+/// to a type re-projects all its entities, most often changing few).
 pub async fn update(conn: &mut AsyncPgConnection, db: &str, stored: &[Stored<'_>]) -> QueryResult<()> {
     if stored.is_empty() {
         return Ok(());
@@ -81,10 +86,15 @@ pub async fn update(conn: &mut AsyncPgConnection, db: &str, stored: &[Stored<'_>
          sharing = p.sharing, inherit_rights = p.inherit_rights, owners = p.owners, editors = p.editors, \
          expanders = p.expanders, viewers = p.viewers, noaccess = p.noaccess, public_props = p.public_props, \
          domain_props = p.domain_props, search_private = p.search_private, search_domain = p.search_domain, \
-         search_public = p.search_public FROM {RECORDS} WHERE e.db = $1 AND e.id = p.id"
+         search_public = p.search_public FROM {RECORDS} WHERE e.db = $1 AND e.id = p.id \
+         AND (e.doc, e.name, e.type_id, e.parent_ids, e.sharing, e.inherit_rights, e.owners, e.editors, \
+         e.expanders, e.viewers, e.noaccess, e.public_props, e.domain_props, e.search_private, e.search_domain, \
+         e.search_public) IS DISTINCT FROM (p.doc, p.name, p.type_id, p.parent_ids, p.sharing, p.inherit_rights, \
+         p.owners, p.editors, p.expanders, p.viewers, p.noaccess, p.public_props, p.domain_props, \
+         p.search_private, p.search_domain, p.search_public)"
     ))
     .bind::<Text, _>(db)
-    .bind::<Jsonb, _>(records(stored));
+    .bind::<Text, _>(records(stored));
     Prepared::kept(query).execute(conn).await.map(drop)
 }
 
@@ -106,7 +116,7 @@ pub async fn insert(
          p.search_private, p.search_domain, p.search_public FROM {RECORDS}"
     ))
     .bind::<Text, _>(db)
-    .bind::<Jsonb, _>(records(stored))
+    .bind::<Text, _>(records(stored))
     .bind::<Timestamptz, _>(created_at)
     .bind::<Text, _>(created_by);
     Prepared::kept(query).execute(conn).await.map(drop)
