@@ -23,7 +23,7 @@ lint: deps
 test: lint
 	$(CARGO) test --lib --bins --tests; status=$$?; scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"; exit $$status
 
-# One benchmark, with the tools it drives: `make bench BENCH=query` (or peer,
+# One benchmark, with the tools it drives: `make bench BENCH=query` (or peer, reproject,
 # rights, thumbnails, counters); figures and options in the README.
 BENCH ?= query
 bench: deps

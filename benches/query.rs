@@ -17,8 +17,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use books::{DB, SERVE_ENV, books, durable_cluster, load, median, prewarm, scalar, wrk};
-use eds::db::{self, Pool};
+use books::{DB, SERVE_ENV, books, books_database, books_wanted, load, median, prewarm, scalar, wrk};
+use eds::db::Pool;
 use eds::query::ListQuery;
 
 use common::processes::{call_json, serve_logged};
@@ -29,13 +29,6 @@ mod common;
 
 /// The size whose plans are kept in `docs/bench/`.
 const DEFAULT_ENTITIES: usize = 1_000_000;
-
-fn entities_wanted() -> usize {
-    std::env::var("EDS_BENCH_ENTITIES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(DEFAULT_ENTITIES)
-}
 
 /// Waits until no other session of the cluster is running a statement.
 async fn wait_until_idle(pool: &Pool) {
@@ -48,17 +41,12 @@ async fn wait_until_idle(pool: &Pool) {
 
 #[tokio::main]
 async fn main() {
-    let count = entities_wanted();
+    let count = books_wanted();
     let seconds: u32 = std::env::var("EDS_BENCH_SECONDS")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(10);
-    let cluster = durable_cluster();
-    let name = format!("eds_bench_books_{count}");
-    db::create_database_if_missing(&cluster.url("postgres").unwrap(), &name, None).unwrap();
-    let database_url = cluster.url(&name).unwrap();
-    db::migrate(&database_url).unwrap();
-    let pool = db::pool(&database_url, 4, 600_000).unwrap();
+    let (name, database_url, pool) = books_database(count);
     let owner = load(&pool, count).await;
     prewarm(&pool).await;
     // A write to the person who owns (and so is referenced by) every book.

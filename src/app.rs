@@ -167,8 +167,17 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
             backoff: Duration::from_millis(settings.actors.formula_retry_ms),
         },
     );
+    // formulas first: they are short, and a type's re-projection queues some
     actix_web::rt::spawn(formula_worker::run(
-        move || db::formula_queue::compute_next_pooled(pool.clone(), retry),
+        move || {
+            let pool = pool.clone();
+            async move {
+                if db::formula_queue::compute_next_pooled(pool.clone(), retry).await? {
+                    return Ok(true);
+                }
+                db::reprojection_queue::reproject_next_pooled(pool).await
+            }
+        },
         flushed.writers.formulas_due(),
         Duration::from_millis(settings.actors.formula_poll_ms.max(10)),
     ));

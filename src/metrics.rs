@@ -26,6 +26,7 @@ struct Metrics {
     answer_cache: IntCounterVec,
     formula_pending: IntGauge,
     formula_parked: IntGauge,
+    reprojections_pending: IntGauge,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
@@ -123,9 +124,14 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             "Formula computations parked after failing every attempt, all databases together",
         )
         .expect("valid metric"),
+        reprojections_pending: IntGauge::new(
+            "eds_type_reprojections_pending",
+            "Entity types whose entities are being re-projected in the background, all databases together",
+        )
+        .expect("valid metric"),
         registry,
     };
-    let collectors: [Box<dyn prometheus::core::Collector>; 13] = [
+    let collectors: [Box<dyn prometheus::core::Collector>; 14] = [
         Box::new(metrics.http_requests.clone()),
         Box::new(metrics.http_duration.clone()),
         Box::new(metrics.pool.clone()),
@@ -139,6 +145,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         Box::new(metrics.answer_cache.clone()),
         Box::new(metrics.formula_pending.clone()),
         Box::new(metrics.formula_parked.clone()),
+        Box::new(metrics.reprojections_pending.clone()),
     ];
     for collector in collectors {
         metrics.registry.register(collector).expect("metric names are unique");
@@ -175,10 +182,12 @@ pub fn render(pool: &Pool) -> String {
     String::from_utf8_lossy(&text).into_owned()
 }
 
-/// The formula queue's entries waiting and parked, counted for a scrape.
-pub fn formula_queue(pending: i64, parked: i64) {
-    METRICS.formula_pending.set(pending);
-    METRICS.formula_parked.set(parked);
+/// The background queues' lengths, counted for a scrape: the formula
+/// queue's entries waiting and parked, the types being re-projected.
+pub fn background_queues(formulas_pending: i64, formulas_parked: i64, reprojections_pending: i64) {
+    METRICS.formula_pending.set(formulas_pending);
+    METRICS.formula_parked.set(formulas_parked);
+    METRICS.reprojections_pending.set(reprojections_pending);
 }
 
 /// Counts a request and its latency under the route's pattern (never the raw

@@ -72,6 +72,28 @@ pub fn books(count: usize) -> impl Iterator<Item = Book> {
     })
 }
 
+/// The number of books a benchmark loads: `EDS_BENCH_ENTITIES`, a million
+/// by default.
+pub fn books_wanted() -> usize {
+    std::env::var("EDS_BENCH_ENTITIES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1_000_000)
+}
+
+/// The migrated database of the durable cluster holding `count` books (see
+/// [`load`]), its URL and a pool of 4 on it; its name also names the
+/// server's scratch file folder.
+pub fn books_database(count: usize) -> (String, String, Pool) {
+    let cluster = durable_cluster();
+    let name = format!("eds_bench_books_{count}");
+    eds::db::create_database_if_missing(&cluster.url("postgres").unwrap(), &name, None).unwrap();
+    let database_url = cluster.url(&name).unwrap();
+    eds::db::migrate(&database_url).unwrap();
+    let pool = eds::db::pool(&database_url, 4, 600_000).unwrap();
+    (name, database_url, pool)
+}
+
 /// A durable cluster whose cache holds the whole data set (about 4.5 GB at a
 /// million books), as on a server sized for it.
 pub fn durable_cluster() -> LocalCluster {

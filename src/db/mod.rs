@@ -8,6 +8,7 @@ pub mod formulas;
 pub mod local_cluster;
 pub mod prepared;
 pub mod projection;
+pub mod reprojection_queue;
 pub mod schema;
 mod value_rows;
 pub mod values;

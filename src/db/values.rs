@@ -78,6 +78,17 @@ pub async fn live_entity(
     }
 }
 
+/// The live ones of entities `ids`, in no order.
+pub async fn live_entities(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<EntityRow>> {
+    entities::table
+        .filter(entities::db.eq(db))
+        .filter(entities::id.eq_any(ids))
+        .filter(entities::deleted_at.is_null())
+        .select(EntityRow::as_select())
+        .load(conn)
+        .await
+}
+
 /// Live values of one entity, oldest first.
 pub async fn live_values(conn: &mut AsyncPgConnection, db: &str, entity_id: &str) -> QueryResult<Vec<ValueRow>> {
     property_values::table

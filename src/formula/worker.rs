@@ -1,7 +1,9 @@
-//! Computes queued formulas in the background: woken by this process's
-//! writers, and polling for work queued by other processes (and for failed
-//! entries whose retry is due). The queue itself is `db::formula_queue`;
-//! the server hands its step in, so this loop needs no database of its own.
+//! Computes queued formulas, and re-projects the entities of types queued
+//! for it, in the background: woken by this process's writers, and polling
+//! for work queued by other processes (and for failed entries whose retry is
+//! due). The queues themselves are `db::formula_queue` and
+//! `db::reprojection_queue`; the server hands its step in, so this loop needs
+//! no database of its own.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -9,8 +11,8 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// Drains the formula queue for as long as the server runs: `compute_next`
-/// computes one queued entity and answers whether there was one.
+/// Drains the queues for as long as the server runs: `compute_next` does one
+/// step of work and answers whether there was any.
 pub async fn run<Step, Computed>(compute_next: Step, wake: Arc<Notify>, poll: Duration)
 where
     Step: Fn() -> Computed,

@@ -293,16 +293,19 @@ impl TestApp {
         body["_id"].as_str().unwrap().to_owned()
     }
 
-    /// Waits until the formula worker has emptied the formula queue.
+    /// Waits until the background worker has emptied the formula queue and
+    /// the queue of types to re-project.
     pub async fn settle(&self) {
-        for _ in 0..1000 {
+        for _ in 0..2000 {
             let mut conn = self.pool.get().await.unwrap();
-            if eds::db::formula_queue::pending(&mut conn).await.unwrap() == 0 {
+            if eds::db::formula_queue::pending(&mut conn).await.unwrap() == 0
+                && eds::db::reprojection_queue::pending(&mut conn).await.unwrap() == 0
+            {
                 return;
             }
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
-        panic!("the formula queue did not drain within 10 s");
+        panic!("the background queues did not drain within 20 s");
     }
 
     /// A second person in `demo` with an API key (through `eds key create`'s code path).

@@ -1,16 +1,19 @@
-//! Projections built in bulk, for loading a whole database (`eds import`):
-//! a chunk of entities' values read in one statement, their projections
-//! built in memory and stored in one statement.
+//! Projections built in bulk: a chunk of entities' values read in one
+//! statement, their projections built in memory and stored in one statement.
+//! For loading a whole database (`eds import`), and for re-projecting the
+//! entities of a type whose definitions changed.
 
 use std::collections::HashMap;
 
 use diesel::QueryResult;
 use diesel_async::AsyncPgConnection;
 
-use super::TypeCache;
 use super::rebuild::{reads_only_its_type, rebuild};
 use super::store::{Stored, update};
-use crate::db::values;
+use super::{TypeCache, name_changes, narrows};
+use crate::db::values::{self, EntityRow};
+use crate::model::projection::Projection;
+use crate::rights::RightsLists;
 
 /// Projects those of live entities `ids` whose projection reads nothing but
 /// their type (see [`reads_only_its_type`]), with their types' own
@@ -24,6 +27,73 @@ pub async fn project_plain(
     db: &str,
     ids: &[String],
 ) -> QueryResult<Vec<String>> {
+    let (built, others) = build_plain(conn, types, db, ids).await?;
+    store(conn, db, &built).await?;
+    Ok(others)
+}
+
+/// What re-projecting entities in bulk changed for other entities.
+#[derive(Debug, Default)]
+pub struct Followers {
+    /// Those whose document or views changed: formulas reading them are
+    /// computed again.
+    pub read_changed: Vec<String>,
+    /// Those whose name, or who may read it, changed: their referrers'
+    /// search text holds it.
+    pub name_changed: Vec<String>,
+    /// Those fewer may now read, or some of whose properties: formulas
+    /// reading them are stripped at once.
+    pub narrowed: Vec<String>,
+}
+
+/// As [`project_plain`], for entities already projected before: answers the
+/// others and what the change of the projected ones means for others.
+/// Their rights lists stay as they were (they inherit none, and no
+/// definition changes them), so nothing inherits a change from them.
+pub async fn reproject_plain(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    ids: &[String],
+) -> QueryResult<(Vec<String>, Followers)> {
+    let mut before: HashMap<String, EntityRow> = values::live_entities(conn, db, ids)
+        .await?
+        .into_iter()
+        .map(|row| (row.id.clone(), row))
+        .collect();
+    let (built, others) = build_plain(conn, types, db, ids).await?;
+    let mut followers = Followers::default();
+    let mut reprojected = Vec::with_capacity(built.len());
+    for (id, projection, lists) in built {
+        let Some(row) = before.remove(&id) else { continue };
+        let read_changed = row.doc != projection.doc
+            || row.sharing() != projection.sharing
+            || row.public_props != projection.public_props
+            || row.domain_props != projection.domain_props;
+        if read_changed {
+            followers.read_changed.push(id.clone());
+        }
+        if name_changes(&row, &projection, &lists) {
+            followers.name_changed.push(id.clone());
+        }
+        if narrows(&row, &projection, &lists) {
+            followers.narrowed.push(id.clone());
+        }
+        reprojected.push((id, projection, lists));
+    }
+    store(conn, db, &reprojected).await?;
+    Ok((others, followers))
+}
+
+type Built = (String, Projection, RightsLists);
+
+/// The projections of those of `ids` that read only their type, and the others.
+async fn build_plain(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    ids: &[String],
+) -> QueryResult<(Vec<Built>, Vec<String>)> {
     let mut rows_of: HashMap<String, Vec<_>> = HashMap::new();
     for row in values::live_values_of(conn, db, ids).await? {
         rows_of.entry(row.entity_id.clone()).or_default().push(row);
@@ -33,15 +103,19 @@ pub async fn project_plain(
     for id in ids {
         let rows = rows_of.remove(id).unwrap_or_default();
         if reads_only_its_type(conn, types, db, &rows).await? {
-            built.push((id, rebuild(conn, types, db, id, &rows).await?));
+            let (projection, lists) = rebuild(conn, types, db, id, &rows).await?;
+            built.push((id.clone(), projection, lists));
         } else {
             others.push(id.clone());
         }
     }
+    Ok((built, others))
+}
+
+async fn store(conn: &mut AsyncPgConnection, db: &str, built: &[Built]) -> QueryResult<()> {
     let stored: Vec<Stored> = built
         .iter()
-        .map(|(id, (projection, lists))| Stored::new(id, projection, lists))
+        .map(|(id, projection, lists)| Stored::new(id, projection, lists))
         .collect();
-    update(conn, db, &stored).await?;
-    Ok(others)
+    update(conn, db, &stored).await
 }

@@ -8,7 +8,8 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
-use super::{Changes, TypeCache, project_one};
+use super::{Changes, TypeCache, project_one, reproject_plain};
+use crate::db::reprojection_queue::{self, BATCH, INLINE_MEMBERS};
 use crate::db::schema::{entities, property_values};
 use crate::db::values::EntityRow;
 use crate::db::{formula_queue, formulas};
@@ -57,15 +58,32 @@ pub(super) async fn follow(
         if changes.name {
             pending.extend(referrers(conn, db, std::slice::from_ref(&current)).await?);
         }
+        if !changes.types_to_reproject.is_empty() {
+            // what this transaction learned of those types is out of date
+            types.clear();
+        }
         for type_id in changes.types_to_reproject {
-            let members: Vec<String> = entities::table
-                .filter(entities::db.eq(db))
-                .filter(entities::type_id.eq(&type_id))
-                .filter(entities::deleted_at.is_null())
-                .select(entities::id)
-                .load(conn)
-                .await?;
-            pending.extend(members);
+            let members = reprojection_queue::members_after(conn, db, &type_id, "", INLINE_MEMBERS + 1).await?;
+            if members.len() <= INLINE_MEMBERS {
+                pending.extend(members);
+            } else if !changes.types_narrowed {
+                reprojection_queue::enqueue(conn, db, &type_id).await?;
+            } else {
+                // Fewer may now see some of what they show, which must hold
+                // at commit: re-projected now, in bulk where they read only
+                // their type, and what follows them as it follows any.
+                let mut after = String::new();
+                loop {
+                    let batch = reprojection_queue::members_after(conn, db, &type_id, &after, BATCH).await?;
+                    let Some(last) = batch.last() else { break };
+                    after = last.clone();
+                    let (others, followers) = reproject_plain(conn, types, db, &batch).await?;
+                    pending.extend(others);
+                    queued.extend(formulas::dependents(conn, db, &followers.read_changed, Vec::new()).await?);
+                    pending.extend(referrers(conn, db, &followers.name_changed).await?);
+                    readers_changed.extend(followers.narrowed);
+                }
+            }
         }
         pending.retain(|entity| !done.contains(entity));
     }
@@ -79,7 +97,10 @@ pub(super) async fn follow(
 
 /// Live entities pointing at any of `ids` through their own (not system)
 /// reference properties: their search text may hold those entities' names.
-async fn referrers(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<String>> {
+pub async fn referrers(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<String>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
     property_values::table
         .filter(property_values::db.eq(db))
         .filter(property_values::reference.eq_any(ids))

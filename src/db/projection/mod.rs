@@ -14,13 +14,15 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::AsyncPgConnection;
 
-pub use self::bulk::project_plain;
+pub use self::bulk::{Followers, project_plain, reproject_plain};
 use self::follow::follow;
+pub use self::follow::referrers;
 pub use self::rebuild::rebuild;
 use self::store::Stored;
 pub use self::types::{TypeCache, TypeInfo};
 use crate::db::formulas;
 use crate::db::values::{self, EntityRow};
+use crate::model::definition::PropertyDefinition;
 use crate::model::projection::{Projection, references_in};
 use crate::model::stored::ValueRow;
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
@@ -101,6 +103,7 @@ pub async fn project_deleted(
         name: true,
         narrowed: true,
         types_to_reproject,
+        types_narrowed: true,
     };
     follow(conn, types, db, &previous.id, changes, 0).await
 }
@@ -128,6 +131,8 @@ struct Changes {
     /// Fewer may read it, or some of its properties.
     narrowed: bool,
     types_to_reproject: Vec<String>,
+    /// Whether the entities of those types may show less to someone.
+    types_narrowed: bool,
 }
 
 /// Rebuilds one entity's projection, or makes the first of a new entity.
@@ -154,6 +159,7 @@ async fn project_one(
         None => store::update(conn, db, &stored).await?,
     }
     let mut types_to_reproject = Vec::new();
+    let mut types_narrowed = false;
     let doc_changed = previous.as_ref().is_none_or(|row| row.doc != projection.doc);
     let is_definition = match &projection.type_id {
         Some(type_id) => types.get(conn, db, type_id).await?.name.as_deref() == Some(PROPERTY_TYPE),
@@ -166,9 +172,14 @@ async fn project_one(
             parents.extend(row.parent_ids.iter().cloned());
         }
         types_to_reproject.extend(parents);
-    } else if previous.as_ref().is_some_and(|row| row.sharing() != projection.sharing) {
+        // a new definition only shows what was private
+        types_narrowed = previous
+            .as_ref()
+            .is_some_and(|row| definition_narrows(row, &projection));
+    } else if let Some(row) = previous.as_ref().filter(|row| row.sharing() != projection.sharing) {
         // a type's sharing caps its definitions' (a no-op for other entities)
         types_to_reproject.push(id.to_owned());
+        types_narrowed = projection.sharing < row.sharing();
     }
     let mut near = projection.parent_ids.clone();
     near.extend(
@@ -177,15 +188,9 @@ async fn project_one(
             .filter_map(|row| row.reference.clone()),
     );
     let rights = previous.as_ref().map(EntityRow::lists).as_ref() != Some(&lists);
-    let name = previous.as_ref().is_some_and(|row| {
-        let now_visible = Visibility {
-            sharing: projection.sharing,
-            lists: lists.clone(),
-            public_props: &projection.public_props,
-            domain_props: &projection.domain_props,
-        };
-        row.name != projection.name || row.visibility().audience("name") != now_visible.audience("name")
-    });
+    let name = previous
+        .as_ref()
+        .is_some_and(|row| name_changes(row, &projection, &lists));
     let narrowed = previous.as_ref().is_some_and(|row| narrows(row, &projection, &lists));
     // a new entity has no referrers: only what it names can depend on it
     let dependents = if doc_changed && !(is_new && near.is_empty()) {
@@ -200,7 +205,30 @@ async fn project_one(
         name,
         narrowed,
         types_to_reproject,
+        types_narrowed,
     })
+}
+
+/// Whether a definition's change may show less of its types' entities to
+/// someone: its property shown in a narrower view, or under another name or
+/// for other types (the old ones' property then has no definition, so it is
+/// private).
+fn definition_narrows(before: &EntityRow, after: &Projection) -> bool {
+    before.name != after.name
+        || before.parent_ids != after.parent_ids
+        || PropertyDefinition::from_doc(&after.doc).sharing < PropertyDefinition::from_doc(&before.doc).sharing
+}
+
+/// Whether the new projection changes the entity's name, or who may read it
+/// (its referrers' search text holds the name where they may).
+fn name_changes(before: &EntityRow, after: &Projection, lists: &RightsLists) -> bool {
+    let now_visible = Visibility {
+        sharing: after.sharing,
+        lists: lists.clone(),
+        public_props: &after.public_props,
+        domain_props: &after.domain_props,
+    };
+    before.name != after.name || before.visibility().audience("name") != now_visible.audience("name")
 }
 
 /// Whether the new projection lets fewer read the entity, or some of its
