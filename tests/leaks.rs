@@ -369,6 +369,36 @@ async fn deleting_a_property_definition_removes_its_values_from_shared_views() {
 }
 
 #[tokio::test]
+async fn a_definition_given_another_type_removes_its_values_from_shared_views() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let book = app.create_type(&owner, "book").await;
+    let public = json!([{"type": "_sharing", "string": "public"}]);
+    app.post(&format!("/api/demo/entity/{book}"), &owner, public.clone())
+        .await;
+    let title = app.define(&owner, &book, "title", "string", public).await;
+    let values = json!([{"type": "title", "string": "Dune"}, {"type": "_sharing", "string": "public"}]);
+    let dune = app.create(&owner, &book, values).await;
+    let path = format!("/api/demo/entity/{dune}");
+    let (_, body) = app.call("GET", &path, None, None).await;
+    assert_eq!(body["entity"]["title"][0]["string"], json!("Dune"), "{body}");
+
+    // the definition becomes an entity of another type: `title` has no
+    // definition left, so it is private again
+    let other = app.create_type(&owner, "other").await;
+    let (_, definition) = app.get(&format!("/api/demo/entity/{title}"), &owner).await;
+    let type_value = definition["entity"]["_type"][0]["_id"].as_str().unwrap().to_owned();
+    let retype = json!([{"_id": type_value, "type": "_type", "reference": other}]);
+    let (status, body) = app.post(&format!("/api/demo/entity/{title}"), &owner, retype).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = app.call("GET", &path, None, None).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["entity"].get("title").is_none(), "{body}");
+    let (_, body) = app.call("GET", "/api/demo/entity?title.string=Dune", None, None).await;
+    assert_eq!(body["count"], json!(0), "{body}");
+}
+
+#[tokio::test]
 async fn deleting_an_entity_type_removes_its_entities_values_from_shared_views() {
     let app = TestApp::start().await;
     let owner = app.owner_token().await;

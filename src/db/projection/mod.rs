@@ -161,21 +161,24 @@ async fn project_one(
     let mut types_to_reproject = Vec::new();
     let mut types_narrowed = false;
     let doc_changed = previous.as_ref().is_none_or(|row| row.doc != projection.doc);
-    let is_definition = match &projection.type_id {
-        Some(type_id) => types.get(conn, db, type_id).await?.name.as_deref() == Some(PROPERTY_TYPE),
+    let is_definition = is_a_definition(conn, types, db, projection.type_id.as_deref()).await?;
+    let was_definition = match previous.as_ref().map(|row| row.type_id.as_deref()) {
+        Some(before) if before != projection.type_id.as_deref() => is_a_definition(conn, types, db, before).await?,
+        Some(_) => is_definition,
         None => false,
     };
-    if doc_changed && is_definition {
+    if doc_changed && (is_definition || was_definition) {
         // a definition: its types' entities show and index values by it
         let mut parents = projection.parent_ids.clone();
         if let Some(row) = &previous {
             parents.extend(row.parent_ids.iter().cloned());
         }
         types_to_reproject.extend(parents);
-        // a new definition only shows what was private
+        // a new definition only shows what was private; one that is no
+        // longer a definition leaves its property private
         types_narrowed = previous
             .as_ref()
-            .is_some_and(|row| definition_narrows(row, &projection));
+            .is_some_and(|row| (was_definition && !is_definition) || definition_narrows(row, &projection));
     } else if let Some(row) = previous.as_ref().filter(|row| row.sharing() != projection.sharing) {
         // a type's sharing caps its definitions' (a no-op for other entities)
         types_to_reproject.push(id.to_owned());
@@ -206,6 +209,19 @@ async fn project_one(
         narrowed,
         types_to_reproject,
         types_narrowed,
+    })
+}
+
+/// Whether an entity of type `type_id` is a property definition.
+async fn is_a_definition(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    type_id: Option<&str>,
+) -> QueryResult<bool> {
+    Ok(match type_id {
+        Some(type_id) => types.get(conn, db, type_id).await?.name.as_deref() == Some(PROPERTY_TYPE),
+        None => false,
     })
 }
 
