@@ -9,6 +9,8 @@
 //! what is re-projected in its own transaction instead (`projection::follow`),
 //! so it holds at commit.
 
+use std::collections::HashSet;
+
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Text};
 use diesel_async::scoped_futures::ScopedFutureExt;
@@ -130,12 +132,13 @@ pub async fn reproject_next(conn: &mut AsyncPgConnection) -> QueryResult<bool> {
                 return Ok(true);
             };
             // Entities a write holds are left to the formula queue (which
-            // waits for them): this transaction never waits for a writer,
-            // so it cannot deadlock with one.
+            // waits for them one at a time): the batch is taken without
+            // waiting for any writer, so it cannot deadlock with one.
             let locked = lock_free_of(conn, &entry.db, &batch).await?;
             let (mut later, followers) =
                 projection::reproject_plain(conn, &mut TypeCache::default(), &entry.db, &locked).await?;
-            later.extend(batch.iter().filter(|id| !locked.contains(id)).cloned());
+            let taken: HashSet<&String> = locked.iter().collect();
+            later.extend(batch.iter().filter(|id| !taken.contains(id)).cloned());
             later.extend(to_reproject_after(conn, &entry.db, followers).await?);
             formula_queue::enqueue(conn, &entry.db, &later, 0).await?;
             Prepared::kept(
