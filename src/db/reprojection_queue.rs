@@ -18,6 +18,8 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
 use crate::db::prepared::Prepared;
 use crate::db::projection::{self, Followers, TypeCache};
+use crate::db::schema::entities;
+use crate::db::values::EntityRow;
 use crate::db::{Pool, formula_queue, formulas};
 
 /// Types with at most this many live entities have them re-projected by the
@@ -135,10 +137,10 @@ pub async fn reproject_next(conn: &mut AsyncPgConnection) -> QueryResult<bool> {
             // waits for them one at a time): the batch is taken without
             // waiting for any writer, so it cannot deadlock with one.
             let locked = lock_free_of(conn, &entry.db, &batch).await?;
+            let taken: HashSet<String> = locked.iter().map(|row| row.id.clone()).collect();
             let (mut later, followers) =
-                projection::reproject_plain(conn, &mut TypeCache::default(), &entry.db, &locked).await?;
-            let taken: HashSet<&String> = locked.iter().collect();
-            later.extend(batch.iter().filter(|id| !taken.contains(id)).cloned());
+                projection::reproject_plain(conn, &mut TypeCache::default(), &entry.db, locked).await?;
+            later.extend(batch.iter().filter(|id| !taken.contains(*id)).cloned());
             later.extend(to_reproject_after(conn, &entry.db, followers).await?);
             formula_queue::enqueue(conn, &entry.db, &later, 0).await?;
             Prepared::kept(
@@ -162,24 +164,19 @@ pub async fn reproject_next_pooled(pool: Pool) -> Result<bool, String> {
     reproject_next(&mut conn).await.map_err(|e| e.to_string())
 }
 
-/// Those of live entities `ids` whose rows no other transaction holds, locked.
-async fn lock_free_of(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<String>> {
-    #[derive(QueryableByName)]
-    struct Id {
-        #[diesel(sql_type = Text)]
-        id: String,
-    }
-    let locked: Vec<Id> = Prepared::kept(
-        diesel::sql_query(
-            "SELECT id FROM entities WHERE db = $1 AND id = ANY($2) AND deleted_at IS NULL \
-             ORDER BY id FOR UPDATE SKIP LOCKED",
-        )
-        .bind::<Text, _>(db)
-        .bind::<diesel::sql_types::Array<Text>, _>(ids),
-    )
-    .load(conn)
-    .await?;
-    Ok(locked.into_iter().map(|row| row.id).collect())
+/// The rows of those of live entities `ids` that no other transaction
+/// holds, locked.
+async fn lock_free_of(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<EntityRow>> {
+    entities::table
+        .filter(entities::db.eq(db))
+        .filter(entities::id.eq_any(ids))
+        .filter(entities::deleted_at.is_null())
+        .order(entities::id)
+        .select(EntityRow::as_select())
+        .for_update()
+        .skip_locked()
+        .load(conn)
+        .await
 }
 
 /// What must be re-projected after a bulk re-projection: entities whose

@@ -46,22 +46,20 @@ pub struct Followers {
     pub narrowed: Vec<String>,
 }
 
-/// As [`project_plain`], for entities already projected before: answers the
-/// others and what the change of the projected ones means for others.
-/// Their rights lists stay as they were (they inherit none, and no
-/// definition changes them), so nothing inherits a change from them.
+/// As [`project_plain`], for entities already projected, given as their
+/// stored rows `before`: answers the others and what the change of the
+/// projected ones means for others. Their rights lists stay as they were
+/// (they inherit none, and no definition changes them), so nothing inherits
+/// a change from them.
 pub async fn reproject_plain(
     conn: &mut AsyncPgConnection,
     types: &mut TypeCache,
     db: &str,
-    ids: &[String],
+    before: Vec<EntityRow>,
 ) -> QueryResult<(Vec<String>, Followers)> {
-    let mut before: HashMap<String, EntityRow> = values::live_entities(conn, db, ids)
-        .await?
-        .into_iter()
-        .map(|row| (row.id.clone(), row))
-        .collect();
-    let (built, others) = build_plain(conn, types, db, ids).await?;
+    let ids: Vec<String> = before.iter().map(|row| row.id.clone()).collect();
+    let mut before: HashMap<String, EntityRow> = before.into_iter().map(|row| (row.id.clone(), row)).collect();
+    let (built, others) = build_plain(conn, types, db, &ids).await?;
     let mut followers = Followers::default();
     let mut reprojected = Vec::with_capacity(built.len());
     for (id, projection, lists) in built {

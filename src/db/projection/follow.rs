@@ -11,7 +11,7 @@ use serde_json::Value as Json;
 use super::{Changes, TypeCache, project_one, reproject_plain};
 use crate::db::reprojection_queue::{self, BATCH, INLINE_MEMBERS};
 use crate::db::schema::{entities, property_values};
-use crate::db::values::EntityRow;
+use crate::db::values;
 use crate::db::{formula_queue, formulas};
 use crate::rights::RightsLists;
 
@@ -77,7 +77,8 @@ pub(super) async fn follow(
                     let batch = reprojection_queue::members_after(conn, db, &type_id, &after, BATCH).await?;
                     let Some(last) = batch.last() else { break };
                     after = last.clone();
-                    let (others, followers) = reproject_plain(conn, types, db, &batch).await?;
+                    let before = values::live_entities(conn, db, &batch).await?;
+                    let (others, followers) = reproject_plain(conn, types, db, before).await?;
                     pending.extend(others);
                     queued.extend(formulas::dependents(conn, db, &followers.read_changed, Vec::new()).await?);
                     pending.extend(referrers(conn, db, &followers.name_changed).await?);
@@ -211,12 +212,8 @@ async fn cascade_rights(conn: &mut AsyncPgConnection, db: &str, mut changed: Vec
             list.insert(person);
         }
         let parent_ids: BTreeSet<&String> = heirs.iter().flat_map(|heir| heir.1.iter()).collect();
-        let parents: HashMap<String, RightsLists> = entities::table
-            .filter(entities::db.eq(db))
-            .filter(entities::id.eq_any(parent_ids))
-            .filter(entities::deleted_at.is_null())
-            .select(EntityRow::as_select())
-            .load(conn)
+        let parent_ids: Vec<String> = parent_ids.into_iter().cloned().collect();
+        let parents: HashMap<String, RightsLists> = values::live_entities(conn, db, &parent_ids)
             .await?
             .into_iter()
             .map(|row| (row.id.clone(), row.lists()))

@@ -25,7 +25,7 @@ use statement::{Bind, Sql};
 
 use super::{Field, ListQuery, SortTarget};
 use crate::db::prepared::Prepared;
-use crate::db::values::EntityRow;
+use crate::db::values::{self, EntityRow};
 use crate::error::ApiError;
 use crate::model::TYPE_PROPERTY;
 
@@ -209,18 +209,7 @@ pub async fn entities_by_id(
     db: &str,
     ids: &[String],
 ) -> Result<HashMap<String, EntityRow>, ApiError> {
-    let mut entities = Sql::default();
-    entities
-        .push("SELECT ")
-        .push(ENTITY_COLUMNS)
-        .push(" FROM entities e WHERE e.db = ")
-        .bind(Bind::Text(db.to_owned()))
-        .push(" AND e.id = ANY (")
-        .bind(Bind::TextArray(ids.to_vec()))
-        .push(") AND e.deleted_at IS NULL");
-    Ok(entities
-        .into_query()
-        .load::<EntityRow>(conn)
+    Ok(values::live_entities(conn, db, ids)
         .await?
         .into_iter()
         .map(|row| (row.id.clone(), row))
