@@ -338,19 +338,26 @@ async fn search_does_not_find_an_entity_by_a_referenced_name_its_readers_cannot_
     assert!(!search(w.mallory_token.clone()).await.contains(&note));
 }
 
+/// A public `book` type with a public `title` definition, and a public book
+/// titled Dune; answers the type, the definition and the book.
+async fn public_dune(app: &TestApp, owner: &str) -> (String, String, String) {
+    let book = app.create_type(owner, "book").await;
+    let public = json!([{"type": "_sharing", "string": "public"}]);
+    let (status, body) = app
+        .post(&format!("/api/demo/entity/{book}"), owner, public.clone())
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let title = app.define(owner, &book, "title", "string", public).await;
+    let values = json!([{"type": "title", "string": "Dune"}, {"type": "_sharing", "string": "public"}]);
+    let dune = app.create(owner, &book, values).await;
+    (book, title, dune)
+}
+
 #[tokio::test]
 async fn deleting_a_property_definition_removes_its_values_from_shared_views() {
     let app = TestApp::start().await;
     let owner = app.owner_token().await;
-    let book = app.create_type(&owner, "book").await;
-    let public = json!([{"type": "_sharing", "string": "public"}]);
-    let (status, body) = app
-        .post(&format!("/api/demo/entity/{book}"), &owner, public.clone())
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let title = app.define(&owner, &book, "title", "string", public.clone()).await;
-    let values = json!([{"type": "title", "string": "Dune"}, {"type": "_sharing", "string": "public"}]);
-    let dune = app.create(&owner, &book, values).await;
+    let (_, title, dune) = public_dune(&app, &owner).await;
     let path = format!("/api/demo/entity/{dune}");
     let (status, body) = app.call("GET", &path, None, None).await;
     assert_eq!(status, 200, "{body}");
@@ -372,13 +379,7 @@ async fn deleting_a_property_definition_removes_its_values_from_shared_views() {
 async fn a_definition_given_another_type_removes_its_values_from_shared_views() {
     let app = TestApp::start().await;
     let owner = app.owner_token().await;
-    let book = app.create_type(&owner, "book").await;
-    let public = json!([{"type": "_sharing", "string": "public"}]);
-    app.post(&format!("/api/demo/entity/{book}"), &owner, public.clone())
-        .await;
-    let title = app.define(&owner, &book, "title", "string", public).await;
-    let values = json!([{"type": "title", "string": "Dune"}, {"type": "_sharing", "string": "public"}]);
-    let dune = app.create(&owner, &book, values).await;
+    let (_, title, dune) = public_dune(&app, &owner).await;
     let path = format!("/api/demo/entity/{dune}");
     let (_, body) = app.call("GET", &path, None, None).await;
     assert_eq!(body["entity"]["title"][0]["string"], json!("Dune"), "{body}");
@@ -402,13 +403,7 @@ async fn a_definition_given_another_type_removes_its_values_from_shared_views() 
 async fn deleting_an_entity_type_removes_its_entities_values_from_shared_views() {
     let app = TestApp::start().await;
     let owner = app.owner_token().await;
-    let book = app.create_type(&owner, "book").await;
-    let public = json!([{"type": "_sharing", "string": "public"}]);
-    app.post(&format!("/api/demo/entity/{book}"), &owner, public.clone())
-        .await;
-    app.define(&owner, &book, "title", "string", public).await;
-    let values = json!([{"type": "title", "string": "Dune"}, {"type": "_sharing", "string": "public"}]);
-    let dune = app.create(&owner, &book, values).await;
+    let (book, _, dune) = public_dune(&app, &owner).await;
 
     let (status, body) = app.delete(&format!("/api/demo/entity/{book}"), &owner).await;
     assert_eq!(status, 200, "{body}");
