@@ -3,7 +3,7 @@
 # PostgreSQL server binaries, libpq headers and pkg-config (diesel), jq (the
 # README walk-through), pip (for libpdfium, fetched last by fetch-pdfium.sh),
 # Chromium and Python's venv (the tests render /docs and validate the OpenAPI
-# document with openapi-spec-validator, fetched by fetch-openapi-validator.sh).
+# document with openapi-spec-validator, fetched by fetch-python-tools.sh).
 # Uses apt; as a non-root user it goes through sudo.
 set -eu
 
@@ -25,7 +25,7 @@ venv_works() {
 [ -x .data/venv/bin/python ] || venv_works || missing="$missing python3-venv"
 
 fetch() {
-    "$(dirname "$0")/fetch-openapi-validator.sh"
+    "$(dirname "$0")/fetch-python-tools.sh"
     exec "$(dirname "$0")/fetch-pdfium.sh"
 }
 

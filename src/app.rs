@@ -11,6 +11,7 @@ use actix_web::{App, HttpServer, web};
 use rand::RngCore;
 
 use crate::actors::db_writer::{WriterLimits, Writers};
+use crate::actors::sessions::SessionStore;
 use crate::auth::jwt::JwtKeys;
 use crate::config::Settings;
 use crate::db::{self, Pool, local_cluster::LocalCluster};
@@ -18,8 +19,10 @@ use crate::error::{ApiError, ErrorCode};
 use crate::formula::worker as formula_worker;
 use crate::http::middleware::{cors, error_body, limits, metrics, request_log, usage};
 use crate::http::{self, AppState};
+use crate::mail::Mailer;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
+use crate::sign_in::SignIn;
 use crate::storage::files::FileService;
 
 /// Name of the database eds keeps in its private cluster.
@@ -107,6 +110,11 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         },
     );
     let files = FileService::from_settings(settings, &secret)?;
+    let sign_in = SignIn {
+        sessions: SessionStore::new(pool.clone()),
+        mailer: Mailer::from_settings(&settings.mail)?,
+        public_url: settings.http.public_url.trim_end_matches('/').to_owned(),
+    };
     Ok(web::Data::new(AppState {
         pool,
         jwt,
@@ -124,6 +132,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
             settings.database.statement_timeout_ms,
         ),
         known_databases: Default::default(),
+        sign_in,
     }))
 }
 

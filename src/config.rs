@@ -17,6 +17,7 @@ pub struct Settings {
     pub log: LogSettings,
     pub limits: LimitSettings,
     pub metrics: MetricsSettings,
+    pub mail: MailSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -146,6 +147,27 @@ pub struct LimitSettings {
     pub requests_per_minute: u32,
     pub auth_per_minute: u32,
     pub max_values_per_write: usize,
+    pub mails_per_hour_per_recipient: u32,
+    pub mails_per_hour_per_address: u32,
+    pub new_databases_per_day: u32,
+}
+
+#[derive(Clone, Deserialize)]
+pub struct MailSettings {
+    pub smtp_url: String,
+    pub from: String,
+    pub timeout_ms: u64,
+}
+
+/// The SMTP URL may carry a password: it stays out of debug output (and so out of logs).
+impl std::fmt::Debug for MailSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MailSettings")
+            .field("smtp_url_set", &!self.smtp_url.is_empty())
+            .field("from", &self.from)
+            .field("timeout_ms", &self.timeout_ms)
+            .finish()
+    }
 }
 
 #[derive(Clone, Deserialize)]

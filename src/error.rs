@@ -64,6 +64,15 @@ error_codes! {
         ImageTooLarge = "image_too_large",
         UnsupportedFileType = "unsupported_file_type",
         UndecodableFile = "undecodable_file",
+        /// A malformed, expired or used invitation, or one for another database.
+        InvalidInvite = "invalid_invite",
+        /// An invitation written to an entity without an e-mail address.
+        NoEmail = "no_email",
+        InvalidEmail = "invalid_email",
+        /// A sign-in `next` that is not an https URL.
+        InvalidNext = "invalid_next",
+        /// A sign-in link or session token that is unknown, used, expired, or from another address.
+        InvalidSignIn = "invalid_sign_in",
     }
     UNAUTHORIZED {
         Unauthorized = "unauthorized",
@@ -106,6 +115,10 @@ error_codes! {
         WritesBusy = "writes_busy",
         /// Every thumbnail slot stayed taken for `actors.thumbnail_wait_ms`.
         ThumbnailsBusy = "thumbnails_busy",
+        /// The SMTP server did not take a mail.
+        MailUnavailable = "mail_unavailable",
+        /// A sign-in provider this server has no configuration for.
+        ProviderUnavailable = "provider_unavailable",
     }
 }
 
@@ -118,6 +131,8 @@ impl ErrorCode {
             ErrorCode::QueryTimeout => Some("the query took longer than `database.statement_timeout_ms`"),
             ErrorCode::WritesBusy => Some("too many writes are waiting for this database"),
             ErrorCode::ThumbnailsBusy => Some("too many thumbnails are rendering"),
+            ErrorCode::MailUnavailable => Some("the mail server did not take the mail"),
+            ErrorCode::ProviderUnavailable => Some("the sign-in provider is not configured on this server"),
             _ => None,
         }
     }

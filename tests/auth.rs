@@ -370,7 +370,8 @@ async fn login_fields_cannot_be_written_through_the_api_and_nothing_is_written()
     let owner = app.owner_token().await;
     for body in [
         json!([{"type": "note", "string": "kept?"}, {"type": "service_user", "string": "me@example.com", "provider": "google", "uid": "123"}]),
-        json!({"type": "service_user", "string": "me@example.com"}),
+        json!({"type": "service_user", "string": "me@example.com", "uid": "123"}),
+        json!({"type": "service_user", "number": 1}),
     ] {
         let (status, error) = app
             .post(&format!("/api/demo/entity/{}", app.person), &owner, body)

@@ -1,3 +1,4 @@
-//! Actors: one writer per database.
+//! Actors: one writer per database; the sign-in state.
 
 pub mod db_writer;
+pub mod sessions;

@@ -6,6 +6,14 @@
 //! - `ip`: the client address the token is bound to; absent on unbound tokens.
 //! - `iat`: issue time; `exp`: expiry; `auth_time`: the original login time,
 //!   carried unchanged through refreshes (all Unix seconds).
+//! - `jti`: a session token's id, by which its single use is recorded.
+//! - `email`, `name`: what the identity provider said of the person, carried
+//!   from the session token into the access token (a new database's owner).
+//! - `invite`: on a session token, the invitation the sign-in began with.
+//!
+//! Kinds (`use`): `access` (the API), `session` (a provider login, 5 minutes,
+//! single use, bound to the browser's address, exchanged at `GET /api/auth`),
+//! `invite` (an invitation, 24 hours; `sub` = `invite:<db>:<value id>`).
 
 use std::collections::BTreeMap;
 
@@ -18,6 +26,10 @@ use crate::error::ApiError;
 
 pub const TOKEN_LIFETIME_SECONDS: i64 = 12 * 60 * 60;
 pub const USE_ACCESS: &str = "access";
+pub const USE_SESSION: &str = "session";
+pub const USE_INVITE: &str = "invite";
+pub const SESSION_LIFETIME_SECONDS: i64 = 5 * 60;
+pub const INVITE_LIFETIME_SECONDS: i64 = 24 * 60 * 60;
 /// A token can be refreshed until this long after its own issue.
 pub const REFRESH_IDLE_SECONDS: i64 = 14 * 24 * 60 * 60;
 /// ... and until this long after the original login.
@@ -35,6 +47,15 @@ pub struct Claims {
     pub iat: i64,
     pub exp: i64,
     pub auth_time: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jti: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// On a session token: the invitation the sign-in began with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invite: Option<String>,
 }
 
 impl Claims {
@@ -49,7 +70,37 @@ impl Claims {
             iat: issued,
             exp: issued + TOKEN_LIFETIME_SECONDS,
             auth_time: issued,
+            jti: None,
+            email: None,
+            name: None,
+            invite: None,
         }
+    }
+
+    /// A session token for the login `sub`, bound to `ip`, with the id `jti`
+    /// its single use is recorded by.
+    pub fn session(sub: String, ip: String, jti: String, now: DateTime<Utc>) -> Claims {
+        Claims {
+            token_use: Some(USE_SESSION.to_owned()),
+            ip: Some(ip),
+            exp: now.timestamp() + SESSION_LIFETIME_SECONDS,
+            jti: Some(jti),
+            ..Claims::access(sub, BTreeMap::new(), None, now)
+        }
+    }
+
+    /// An invitation to the person holding value `value_id` in `db`.
+    pub fn invite(db: &str, value_id: &str, now: DateTime<Utc>) -> Claims {
+        Claims {
+            token_use: Some(USE_INVITE.to_owned()),
+            exp: now.timestamp() + INVITE_LIFETIME_SECONDS,
+            ..Claims::access(format!("invite:{db}:{value_id}"), BTreeMap::new(), None, now)
+        }
+    }
+
+    /// The database and value id an invitation's `sub` names.
+    pub fn invitation(&self) -> Option<(&str, &str)> {
+        self.sub.strip_prefix("invite:")?.split_once(':')
     }
 
     /// A refreshed token: issued now, the original login time kept, bound to `ip`.
@@ -142,6 +193,32 @@ impl JwtKeys {
         }
         if now - claims.auth_time > REFRESH_ABSOLUTE_SECONDS {
             return Err(Refusal::SessionLimit);
+        }
+        Ok(claims)
+    }
+
+    /// Checks a session token: signature, kind, expiry, and that it is bound
+    /// to `client_ip`. Its single use is for the caller to record.
+    pub fn verify_session(&self, token: &str, client_ip: &str, now: DateTime<Utc>) -> Result<Claims, Refusal> {
+        let claims = self.verify_kind(token, USE_SESSION, now)?;
+        if claims.ip.as_deref() != Some(client_ip) || claims.jti.is_none() {
+            return Err(Refusal::IpMismatch);
+        }
+        Ok(claims)
+    }
+
+    /// Checks an invitation token: signature, kind and expiry.
+    pub fn verify_invite(&self, token: &str, now: DateTime<Utc>) -> Result<Claims, Refusal> {
+        self.verify_kind(token, USE_INVITE, now)
+    }
+
+    fn verify_kind(&self, token: &str, kind: &str, now: DateTime<Utc>) -> Result<Claims, Refusal> {
+        let claims = self.verify_signature(token)?;
+        if claims.token_use.as_deref() != Some(kind) {
+            return Err(Refusal::WrongUse);
+        }
+        if claims.exp <= now.timestamp() {
+            return Err(Refusal::Expired);
         }
         Ok(claims)
     }
@@ -297,6 +374,51 @@ mod tests {
                 "{kind:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_session_token_lives_five_minutes_at_its_own_address_and_is_no_access_token() {
+        let now = Utc::now();
+        let claims = Claims::session(
+            "login:e-mail:ann@example.com".into(),
+            "127.0.0.1".into(),
+            "j1".into(),
+            now,
+        );
+        let token = keys().sign(&claims).unwrap();
+        assert_eq!(keys().verify_session(&token, "127.0.0.1", now).unwrap(), claims);
+        assert_eq!(
+            keys().verify_session(&token, "127.0.0.2", now).unwrap_err(),
+            Refusal::IpMismatch
+        );
+        let later = now + chrono::Duration::seconds(SESSION_LIFETIME_SECONDS);
+        assert_eq!(
+            keys().verify_session(&token, "127.0.0.1", later).unwrap_err(),
+            Refusal::Expired
+        );
+        assert_eq!(
+            keys().verify_access(&token, "127.0.0.1", now).unwrap_err(),
+            Refusal::WrongUse
+        );
+        let access = keys().sign(&self::claims(now)).unwrap();
+        assert_eq!(
+            keys().verify_session(&access, "127.0.0.1", now).unwrap_err(),
+            Refusal::WrongUse
+        );
+    }
+
+    #[test]
+    fn an_invitation_names_its_value_and_lives_a_day() {
+        let now = Utc::now();
+        let token = keys().sign(&Claims::invite("demo", "v1", now)).unwrap();
+        let claims = keys().verify_invite(&token, now).unwrap();
+        assert_eq!(claims.invitation(), Some(("demo", "v1")));
+        let later = now + chrono::Duration::seconds(INVITE_LIFETIME_SECONDS);
+        assert_eq!(keys().verify_invite(&token, later).unwrap_err(), Refusal::Expired);
+        assert_eq!(
+            keys().verify_access(&token, "127.0.0.1", now).unwrap_err(),
+            Refusal::WrongUse
+        );
     }
 
     #[test]

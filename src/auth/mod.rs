@@ -1,5 +1,7 @@
-//! Credentials and tokens: API keys (scrypt hashes) and JWTs.
+//! Credentials and tokens: API keys (scrypt hashes), JWTs, and the logins
+//! identity providers vouch for.
 
 pub mod api_key;
 pub mod clock;
 pub mod jwt;
+pub mod login;

@@ -41,6 +41,7 @@ fn value_line(row: ValueRecord) -> Result<ValueLine, Failure> {
         language: row.language,
         secret: row.secret,
         secret_lookup: row.secret_lookup,
+        login_provider: row.login_provider,
         created: Stamp {
             at: row.created_at,
             by: row.created_by,

@@ -40,6 +40,7 @@ fn value_row(db: &str, entity_id: &str, line: ValueLine) -> ValueRecord {
         created_by: line.created.by,
         deleted_at,
         deleted_by,
+        login_provider: line.login_provider,
     }
 }
 

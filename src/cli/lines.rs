@@ -77,6 +77,8 @@ pub struct ValueLine {
     pub secret: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_lookup: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login_provider: Option<String>,
     pub created: Stamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deleted: Option<Stamp>,

@@ -1,4 +1,5 @@
-//! Databases: naming rules and creation with the seeded system types.
+//! Databases: naming rules, creation with the seeded system types (by the
+//! CLI with an API key, or by a login), and deletion.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -7,9 +8,10 @@ use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
 use crate::auth::api_key;
+use crate::auth::login::Login;
 use crate::db::schema::databases;
 use crate::db::values::{self, ValueRecord};
-use crate::db::{Pool, projection};
+use crate::db::{Pool, projection, sign_in};
 use crate::error::{ApiError, ErrorCode};
 use crate::model::ids::new_id;
 use crate::model::{API_KEY_PROPERTY, ENTITY_TYPE, PROPERTY_TYPE};
@@ -119,84 +121,214 @@ const SEED_TYPES: [(&str, &str, &[SeedDefinition]); 4] = [
 /// Creates database `name` with its system types, a `database` entity and an
 /// owner person holding a fresh API key.
 pub async fn create(pool: &Pool, name: &str, email: &str, person_name: &str) -> Result<CreatedDatabase, ApiError> {
-    if let Some(problem) = name_problem(name) {
-        return Err(ApiError::new(
-            ErrorCode::InvalidDatabaseName,
-            format!("Database name {name:?} is not allowed ({problem})"),
-        ));
-    }
+    check_name(name)?;
     let key = tokio::task::spawn_blocking(api_key::generate)
         .await
         .map_err(|e| ApiError::internal("key generation failed", e))?;
     let mut conn = pool.get().await?;
     conn.transaction(|conn| {
         async move {
-            if exists(conn, name).await? {
-                return Err(ApiError::new(
-                    ErrorCode::DatabaseExists,
-                    format!("Database {name} exists"),
-                ));
-            }
-            diesel::insert_into(databases::table)
-                .values(databases::name.eq(name))
-                .execute(conn)
-                .await?;
-            let mut seed = Seed {
-                db: name,
-                owner: new_id(),
-                now: Utc::now(),
-                entities: Vec::new(),
-                rows: Vec::new(),
+            let owner = Owner {
+                name: Some(person_name),
+                email: Some(email),
+                key: Some((key.hash, key.lookup)),
+                login: None,
             };
-            let type_ids: Vec<String> = SEED_TYPES.iter().map(|_| new_id()).collect();
-            let (entity_type, property_type) = (type_ids[0].clone(), type_ids[1].clone());
-            for ((type_name, label, definitions), type_id) in SEED_TYPES.iter().zip(&type_ids) {
-                seed.entity(type_id.clone(), &entity_type, true)
-                    .string("name", type_name)
-                    .string("label", label);
-                for (prop, value_type, multilingual, search) in definitions.iter() {
-                    let mut definition = seed.entity(new_id(), &property_type, true);
-                    definition
-                        .reference("_parent", type_id)
-                        .string("name", prop)
-                        .string("type", value_type);
-                    if *multilingual {
-                        definition.boolean("multilingual", true);
-                    }
-                    if *search {
-                        definition.boolean("search", true);
-                    }
-                }
-            }
-            seed.entity(new_id(), &type_ids[2], false).string("name", name);
-            let owner = seed.owner.clone();
-            let mut person = seed.entity(owner.clone(), &type_ids[3], false);
-            person.string("name", person_name).string("email", email);
-            let mut key_row = person.row(API_KEY_PROPERTY);
-            key_row.secret = Some(key.hash);
-            key_row.secret_lookup = Some(key.lookup);
-            seed.rows.push(key_row);
-
-            for id in &seed.entities {
-                values::insert_entity(conn, name, id, seed.now, &seed.owner).await?;
-            }
-            values::insert_values(conn, &seed.rows).await?;
-            // Views and search depend on the definitions' own projections:
-            // the first pass makes those, the second uses them.
-            for _ in 0..2 {
-                let mut types = projection::TypeCache::default();
-                for id in &seed.entities {
-                    projection::project(conn, &mut types, name, id).await?;
-                }
-            }
+            let person_id = seed(conn, name, owner).await?;
             Ok(CreatedDatabase {
-                person_id: owner,
+                person_id,
                 api_key: key.plain,
             })
         }
         .scope_boxed()
     })
     .await
+}
+
+/// Creates database `name` for `login` (`POST /api/new`): its owner person
+/// holds the login (and the provider's name and e-mail). A login creates at
+/// most `per_day` databases in 24 hours (0: no limit): 429 past it.
+/// Answers the owner person's id.
+pub async fn create_for_login(
+    pool: &Pool,
+    name: &str,
+    login: &Login,
+    per_day: u32,
+    now: DateTime<Utc>,
+) -> Result<String, ApiError> {
+    check_name(name)?;
+    let mut conn = pool.get().await?;
+    conn.transaction(|conn| {
+        async move {
+            // one login's creations take turns, in every process, so the count holds
+            diesel::sql_query("SELECT pg_advisory_xact_lock(hashtext($1))")
+                .bind::<Text, _>(login.sub())
+                .execute(conn)
+                .await?;
+            let created: i64 = databases::table
+                .filter(databases::created_by_login.eq(login.sub()))
+                .filter(databases::created_at.gt(now - chrono::Duration::days(1)))
+                .count()
+                .get_result(conn)
+                .await?;
+            if per_day > 0 && created >= i64::from(per_day) {
+                return Err(ApiError::new(
+                    ErrorCode::RateLimited,
+                    format!("A login creates at most {per_day} databases a day"),
+                ));
+            }
+            let owner = Owner {
+                name: login.name.as_deref(),
+                email: login.email.as_deref(),
+                key: None,
+                login: Some(login),
+            };
+            let person_id = seed(conn, name, owner).await?;
+            diesel::update(databases::table.filter(databases::name.eq(name)))
+                .set(databases::created_by_login.eq(login.sub()))
+                .execute(conn)
+                .await?;
+            Ok(person_id)
+        }
+        .scope_boxed()
+    })
+    .await
+}
+
+/// Deletes database `name` and everything in it for good (an operator's
+/// `eds db delete`; its files stay in object storage). Answers how many
+/// entities it held, deleted ones included, or `None` when there is no such database.
+pub async fn delete(pool: &Pool, name: &str) -> Result<Option<i64>, ApiError> {
+    let mut conn = pool.get().await?;
+    conn.transaction(|conn| {
+        async move {
+            if !exists(conn, name).await? {
+                return Ok(None);
+            }
+            let entities = diesel::sql_query("SELECT count(*) AS count FROM entities WHERE db = $1")
+                .bind::<Text, _>(name)
+                .get_result::<Count>(conn)
+                .await?
+                .count;
+            for table in [
+                "formula_queue",
+                "type_reprojections",
+                "request_counts",
+                "property_values",
+                "entities",
+            ] {
+                diesel::sql_query(format!("DELETE FROM {table} WHERE db = $1"))
+                    .bind::<Text, _>(name)
+                    .execute(conn)
+                    .await?;
+            }
+            diesel::delete(databases::table.filter(databases::name.eq(name)))
+                .execute(conn)
+                .await?;
+            Ok(Some(entities))
+        }
+        .scope_boxed()
+    })
+    .await
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    count: i64,
+}
+
+fn check_name(name: &str) -> Result<(), ApiError> {
+    match name_problem(name) {
+        Some(problem) => Err(ApiError::new(
+            ErrorCode::InvalidDatabaseName,
+            format!("Database name {name:?} is not allowed ({problem})"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The owner person a new database is seeded with.
+struct Owner<'a> {
+    name: Option<&'a str>,
+    email: Option<&'a str>,
+    /// An API key's hash and lookup digest.
+    key: Option<(String, String)>,
+    login: Option<&'a Login>,
+}
+
+/// Seeds database `name` in the caller's transaction: the database row, the
+/// system types, the `database` entity and `owner`. Answers the owner's id.
+async fn seed(conn: &mut AsyncPgConnection, name: &str, owner: Owner<'_>) -> Result<String, ApiError> {
+    if exists(conn, name).await? {
+        return Err(ApiError::new(
+            ErrorCode::DatabaseExists,
+            format!("Database {name} exists"),
+        ));
+    }
+    diesel::insert_into(databases::table)
+        .values(databases::name.eq(name))
+        .execute(conn)
+        .await?;
+    let mut seed = Seed {
+        db: name,
+        owner: new_id(),
+        now: Utc::now(),
+        entities: Vec::new(),
+        rows: Vec::new(),
+    };
+    let type_ids: Vec<String> = SEED_TYPES.iter().map(|_| new_id()).collect();
+    let (entity_type, property_type) = (type_ids[0].clone(), type_ids[1].clone());
+    for ((type_name, label, definitions), type_id) in SEED_TYPES.iter().zip(&type_ids) {
+        seed.entity(type_id.clone(), &entity_type, true)
+            .string("name", type_name)
+            .string("label", label);
+        for (prop, value_type, multilingual, search) in definitions.iter() {
+            let mut definition = seed.entity(new_id(), &property_type, true);
+            definition
+                .reference("_parent", type_id)
+                .string("name", prop)
+                .string("type", value_type);
+            if *multilingual {
+                definition.boolean("multilingual", true);
+            }
+            if *search {
+                definition.boolean("search", true);
+            }
+        }
+    }
+    seed.entity(new_id(), &type_ids[2], false).string("name", name);
+    let owner_id = seed.owner.clone();
+    let mut person = seed.entity(owner_id.clone(), &type_ids[3], false);
+    if let Some(person_name) = owner.name {
+        person.string("name", person_name);
+    }
+    if let Some(email) = owner.email {
+        person.string("email", email);
+    }
+    if let Some((hash, lookup)) = owner.key {
+        let mut key_row = person.row(API_KEY_PROPERTY);
+        key_row.secret = Some(hash);
+        key_row.secret_lookup = Some(lookup);
+        seed.rows.push(key_row);
+    }
+    if let Some(login) = owner.login {
+        seed.rows.push(sign_in::login_value(name, &owner_id, login, seed.now));
+    }
+
+    for id in &seed.entities {
+        values::insert_entity(conn, name, id, seed.now, &seed.owner).await?;
+    }
+    values::insert_values(conn, &seed.rows).await?;
+    // Views and search depend on the definitions' own projections:
+    // the first pass makes those, the second uses them.
+    for _ in 0..2 {
+        let mut types = projection::TypeCache::default();
+        for id in &seed.entities {
+            projection::project(conn, &mut types, name, id).await?;
+        }
+    }
+    Ok(owner_id)
 }
 
 /// Collects the seed's entities and value rows.

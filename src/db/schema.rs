@@ -5,6 +5,7 @@ diesel::table! {
         name -> Text,
         created_at -> Timestamptz,
         generation -> Int8,
+        created_by_login -> Nullable<Text>,
     }
 }
 
@@ -57,6 +58,7 @@ diesel::table! {
         created_by -> Nullable<Text>,
         deleted_at -> Nullable<Timestamptz>,
         deleted_by -> Nullable<Text>,
+        login_provider -> Nullable<Text>,
     }
 }
 
@@ -81,4 +83,22 @@ diesel::table! {
     }
 }
 
-diesel::allow_tables_to_appear_in_same_query!(databases, entities, formula_queue, property_values, request_counts);
+diesel::table! {
+    sign_in_states (id) {
+        id -> Text,
+        kind -> Text,
+        client_ip -> Text,
+        data -> Jsonb,
+        expires_at -> Timestamptz,
+        consumed_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::allow_tables_to_appear_in_same_query!(
+    databases,
+    entities,
+    formula_queue,
+    property_values,
+    request_counts,
+    sign_in_states
+);

@@ -38,6 +38,7 @@ pub struct ValueRecord {
     pub created_by: Option<String>,
     pub deleted_at: Option<DateTime<Utc>>,
     pub deleted_by: Option<String>,
+    pub login_provider: Option<String>,
 }
 
 /// Inserts value rows in one statement over column arrays (`unnest`): its
@@ -48,11 +49,11 @@ pub async fn insert_values(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -
     let query = diesel::sql_query(
         "INSERT INTO property_values (db, id, entity_id, prop, string, number, boolean, date, datetime, \
          reference, filename, filesize, filetype, language, secret, secret_lookup, created_at, created_by, \
-         deleted_at, deleted_by) \
+         deleted_at, deleted_by, login_provider) \
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
          $6::double precision[], $7::boolean[], $8::date[], $9::timestamptz[], $10::text[], $11::text[], \
          $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[], $17::timestamptz[], $18::text[], \
-         $19::timestamptz[], $20::text[])",
+         $19::timestamptz[], $20::text[], $21::text[])",
     )
     .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.db.clone())))
     .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.id.clone())))
@@ -73,12 +74,14 @@ pub async fn insert_values(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -
     .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|v| Some(v.created_at)))
     .bind::<Array<Nullable<Text>>, _>(text(|v| v.created_by.clone()))
     .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|v| v.deleted_at))
-    .bind::<Array<Nullable<Text>>, _>(text(|v| v.deleted_by.clone()));
+    .bind::<Array<Nullable<Text>>, _>(text(|v| v.deleted_by.clone()))
+    .bind::<Array<Nullable<Text>>, _>(text(|v| v.login_provider.clone()));
     Prepared::kept(query).execute(conn).await
 }
 
 /// The columns a [`ValueRow`] is read from, in its fields' order: every
-/// column of `property_values` but its database and credential columns.
+/// column of `property_values` but its database and credential columns
+/// (a login's provider is shown; its identity is not).
 type ValueColumns = (
     property_values::id,
     property_values::entity_id,
@@ -97,6 +100,7 @@ type ValueColumns = (
     property_values::created_by,
     property_values::deleted_at,
     property_values::deleted_by,
+    property_values::login_provider,
 );
 
 /// The Rust types of [`ValueColumns`].
@@ -117,6 +121,7 @@ type ValueFields = (
     DateTime<Utc>,
     Option<String>,
     Option<DateTime<Utc>>,
+    Option<String>,
     Option<String>,
 );
 
@@ -144,6 +149,7 @@ impl Selectable<Pg> for ValueRow {
             property_values::created_by,
             property_values::deleted_at,
             property_values::deleted_by,
+            property_values::login_provider,
         )
     }
 }
@@ -173,6 +179,7 @@ where
             created_by,
             deleted_at,
             deleted_by,
+            login_provider,
         ): ValueFields,
     ) -> deserialize::Result<ValueRow> {
         Ok(ValueRow {
@@ -193,6 +200,7 @@ where
             created_by,
             deleted_at,
             deleted_by,
+            login_provider,
         })
     }
 }
@@ -217,6 +225,7 @@ impl From<&ValueRecord> for ValueRow {
             created_by: record.created_by.clone(),
             deleted_at: record.deleted_at,
             deleted_by: record.deleted_by.clone(),
+            login_provider: record.login_provider.clone(),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! `GET /api/auth` (an API key for an access token) and `GET /api/auth/refresh`.
+//! `GET /api/auth` (an API key or a session token for an access token, an
+//! invitation accepted on the way) and `GET /api/auth/refresh`.
 
 use std::collections::BTreeMap;
 
@@ -17,22 +18,16 @@ use crate::db::{Pool, values};
 use crate::error::{ApiError, ErrorBody};
 use crate::metrics;
 use crate::model::json::format_datetime;
+use crate::sign_in::accounts::{accounts_of, api_key_login, api_key_of};
+use crate::sign_in::invite::{self, Accepted};
 
 #[derive(Debug, Deserialize)]
 pub struct AuthQuery {
     db: Option<String>,
     /// Alias of `db`.
     account: Option<String>,
-}
-
-/// The login an API key stands for, as the token's `sub` names it.
-fn api_key_login(db: &str, value_id: &str) -> String {
-    format!("api_key:{db}:{value_id}")
-}
-
-/// The database and value id of the API key a token's `sub` names, if it names one.
-fn api_key_of(sub: &str) -> Option<(&str, &str)> {
-    sub.strip_prefix("api_key:")?.split_once(':')
+    /// An invitation to accept (with a provider login).
+    invite: Option<String>,
 }
 
 /// What is left of a token's login when it was last looked up: the
@@ -129,17 +124,18 @@ async fn look_up(pool: &Pool, claims: &Claims) -> Result<Option<BTreeMap<String,
 }
 
 #[utoipa::path(
-    get, path = "/api/auth", operation_id = "authenticate", tag = "auth", summary = "Exchange an API key for an access token",
-    description = "Send the API key as `Authorization: Bearer <key>`. The answer's `token` is a 12-hour JWT for every other call.",
+    get, path = "/api/auth", operation_id = "authenticate", tag = "auth", summary = "Exchange an API key or a session token for an access token",
+    description = "Send an API key, or the session token a provider sign-in gave (`GET /api/auth/{provider}`), as `Authorization: Bearer <credential>`. The answer's `token` is a 12-hour JWT for every other call. A provider login reaches every database where a person holds it; one that matches none gets a token with empty `accounts` (to create a database with `POST /api/new`). `invite` links the login to the invited person and limits the token to that database; when the login is another person there, the answer carries `conflict: \"invite\"` and the login's own accounts.",
     security(("apiKey" = [])),
     params(
         ("db" = Option<String>, Query, description = "Limit the token to this database", example = "demo"),
         ("account" = Option<String>, Query, description = "Alias of `db`"),
+        ("invite" = Option<String>, Query, description = "An invitation token to accept (provider logins)"),
     ),
     responses(
         (status = 200, description = "The token and the databases it reaches", body = TokenResponse, example = token_example),
-        (status = 400, description = "Malformed query string", body = ErrorBody),
-        (status = 401, description = "No key (`No key`), an unknown key (`Invalid API key`), or none of its databases match `db` (`No accessible accounts`)", body = ErrorBody),
+        (status = 400, description = "Malformed query string, or `Invalid or expired invite`", body = ErrorBody),
+        (status = 401, description = "No key (`No key`), an unknown key (`Invalid API key`), a used, expired or foreign session token (`Invalid token`), or none of its databases match `db` (`No accessible accounts`)", body = ErrorBody),
         (status = 503, response = inline(ReadUnavailable)),
     )
 )]
@@ -149,10 +145,43 @@ pub async fn authenticate(
     query: web::Query<AuthQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let credential = bearer(&req).ok_or_else(|| refused(LOGIN, "missing", "No key"))?;
-    if !api_key::looks_like_key(credential) {
+    if api_key::looks_like_key(credential) {
+        return key_login(&state, &req, credential, query.db.as_ref().or(query.account.as_ref())).await;
+    }
+    if !credential.contains('.') {
         return Err(refused(LOGIN, "invalid_key", "Invalid API key"));
     }
-    let wanted = query.db.as_ref().or(query.account.as_ref());
+    let ip = client_ip(&req, &state.trusted_proxies);
+    let now = state.clock.now();
+    let (login, carried_invite) = state.sign_in.exchange_session(&state.jwt, credential, &ip, now).await?;
+    let wanted = query.db.as_deref().or(query.account.as_deref());
+    let mut conn = state.pool.get().await?;
+    let mut accounts = accounts_of(&mut conn, &login.sub()).await?;
+    let mut conflict = false;
+    if let Some(token) = query.invite.as_deref().or(carried_invite.as_deref()) {
+        match invite::accept(&mut conn, &state.writers, &state.jwt, token, wanted, &login, now).await? {
+            Accepted::Person { db, person } => accounts = invite::accounts(db, person),
+            Accepted::Conflict => conflict = true,
+        }
+    } else if let Some(wanted) = wanted {
+        accounts.retain(|db, _| db == wanted);
+        if accounts.is_empty() {
+            return Err(refused(LOGIN, NO_ACCOUNTS, "No accessible accounts"));
+        }
+    }
+    let mut claims = Claims::access(login.sub(), accounts, Some(ip), now);
+    claims.email = login.email;
+    claims.name = login.name;
+    token_response(&state, &mut conn, &claims, LOGIN, conflict).await
+}
+
+/// An API key exchanged for a token for its person (in `wanted` only, if given).
+async fn key_login(
+    state: &AppState,
+    req: &HttpRequest,
+    credential: &str,
+    wanted: Option<&String>,
+) -> Result<HttpResponse, ApiError> {
     let mut conn = state.pool.get().await?;
     let mut candidates = values::api_key_candidates(&mut conn, &api_key::lookup(credential)).await?;
     // An imported copy holds its source's key hashes: try the wanted database first.
@@ -171,14 +200,17 @@ pub async fn authenticate(
         return Err(refused(LOGIN, NO_ACCOUNTS, "No accessible accounts"));
     }
     let sub = api_key_login(&matched.db, &matched.value_id);
-    let accounts = login_accounts(&mut conn, &sub).await?;
+    let accounts = accounts_of(&mut conn, &sub).await?;
+    if accounts.is_empty() {
+        return Err(refused(LOGIN, NO_ACCOUNTS, "No accessible accounts"));
+    }
     let claims = Claims::access(
         sub,
         accounts,
-        Some(client_ip(&req, &state.trusted_proxies)),
+        Some(client_ip(req, &state.trusted_proxies)),
         state.clock.now(),
     );
-    token_response(&state, &mut conn, &claims, LOGIN).await
+    token_response(state, &mut conn, &claims, LOGIN, false).await
 }
 
 /// `GET /api/auth/refresh`: a new token for a still valid or recently expired
@@ -202,22 +234,11 @@ pub async fn refresh(state: web::Data<AppState>, req: HttpRequest) -> Result<Htt
         ApiError::from(refusal)
     })?;
     let mut conn = state.pool.get().await?;
-    let accounts = login_accounts(&mut conn, &claims.sub).await?;
-    token_response(&state, &mut conn, &claims.refreshed(accounts, ip, now), REFRESH).await
-}
-
-/// The databases a login reaches now, with the person it is in each: an API
-/// key reaches its entity's database while the key and the entity live.
-async fn login_accounts(conn: &mut AsyncPgConnection, sub: &str) -> Result<BTreeMap<String, String>, ApiError> {
-    let mut accounts = BTreeMap::new();
-    if let Some((db, value_id)) = api_key_of(sub)
-        && let Some(key) = values::find_value(conn, db, value_id).await?
-        && key.deleted_at.is_none()
-        && values::entity_exists(conn, db, &key.entity_id).await?
-    {
-        accounts.insert(db.to_owned(), key.entity_id);
+    let accounts = accounts_of(&mut conn, &claims.sub).await?;
+    if accounts.is_empty() {
+        return Err(refused(REFRESH, NO_ACCOUNTS, "No accessible accounts"));
     }
-    Ok(accounts)
+    token_response(&state, &mut conn, &claims.refreshed(accounts, ip, now), REFRESH, false).await
 }
 
 /// Names of the token flows and refusal reasons in the metrics.
@@ -231,16 +252,15 @@ fn refused(flow: &'static str, reason: &'static str, message: &'static str) -> A
     ApiError::unauthorized(message)
 }
 
-/// `{accounts, user, token, expires}` for signed `claims`, issued through `flow`.
+/// `{accounts, user, token, expires}` for signed `claims`, issued through
+/// `flow`; with `conflict`, an invitation was refused (`conflict: "invite"`).
 async fn token_response(
     state: &AppState,
     conn: &mut AsyncPgConnection,
     claims: &Claims,
     flow: &'static str,
+    conflict: bool,
 ) -> Result<HttpResponse, ApiError> {
-    if claims.accounts.is_empty() {
-        return Err(refused(flow, NO_ACCOUNTS, "No accessible accounts"));
-    }
     let mut accounts = Vec::new();
     let mut user_name = None;
     for (db, person) in &claims.accounts {
@@ -266,5 +286,6 @@ async fn token_response(
         user: TokenUser { name: user_name },
         token,
         expires: format_datetime(expires),
+        conflict: conflict.then_some("invite"),
     }))
 }

@@ -8,6 +8,7 @@ use super::views::writes::{Aggregated, Deleted, WriteBody, Written, write_body_e
 use super::{AppState, Caller};
 use crate::db::values::{self};
 use crate::error::{ApiError, ErrorBody};
+use crate::model::LOGIN_PROPERTY;
 use crate::model::value::parse_body;
 use crate::query::DEFAULT_LIMIT;
 use crate::rights::ViewLevel;
@@ -81,12 +82,12 @@ pub async fn create(
     request_body(content = WriteBody, description = "An array of values (or one value alone)", example = write_body_example),
     responses(
         (status = 200, description = "The entity's id and the values written", body = Written, example = written_example),
-        (status = 400, description = "Malformed body, a bad language code, `No email`, or an `_id` that is not a live value of this property", body = ErrorBody),
+        (status = 400, description = "Malformed body, a bad language code, `No email` (a `service_user` invitation on an entity without `email`), or an `_id` that is not a live value of this property", body = ErrorBody),
         (status = 401, response = inline(TokenRequired)),
         (status = 403, description = "The caller sees the entity but lacks the right", body = ErrorBody),
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = ErrorBody),
         (status = 413, response = inline(TooManyValues)),
-        (status = 503, response = inline(WriteUnavailable)),
+        (status = 503, description = "Too many writes waiting, the database busy, or (`mail_unavailable`) an invitation's mail not taken by the mail server: the invitation is deleted again", body = ErrorBody),
     )
 )]
 pub async fn add_values(
@@ -101,7 +102,31 @@ pub async fn add_values(
     let outcome = state
         .write_as(&caller, &db, WriteOp::AddValues { entity_id, values })
         .await?;
+    mail_invitations(&state, &caller, &db, &outcome).await?;
     Ok(HttpResponse::Ok().json(written(&state, &db, outcome).await?))
+}
+
+/// Mails the invitations a write stored on an existing entity. When a mail
+/// cannot be sent, its invitation is deleted again: no invitation stays
+/// pending that nobody was told of.
+async fn mail_invitations(state: &AppState, caller: &Caller, db: &str, outcome: &WriteOutcome) -> Result<(), ApiError> {
+    let mut conn = state.pool.get().await?;
+    let mailed = state
+        .sign_in
+        .mail_invitations(&mut conn, &state.jwt, db, outcome, state.clock.now())
+        .await;
+    drop(conn);
+    if mailed.is_err()
+        && let WriteOutcome::Written { values, .. } = outcome
+    {
+        for value in values.iter().filter(|value| value.row.prop == LOGIN_PROPERTY) {
+            let op = WriteOp::DeleteValue {
+                value_id: value.row.id.clone(),
+            };
+            state.write_as(caller, db, op).await?;
+        }
+    }
+    mailed
 }
 
 /// `DELETE /api/{db}/entity/{_id}`: soft-deletes the entity → `{"deleted":true}`.

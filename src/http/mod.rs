@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod middleware;
 pub mod openapi;
 pub mod property;
+pub mod sign_in;
 pub mod usage;
 pub mod views;
 
@@ -50,6 +51,8 @@ pub struct AppState {
     pub expensive: ExpensiveQueries,
     /// Databases seen to exist (databases are never removed while serving).
     pub(crate) known_databases: DashSet<String>,
+    /// Sign-in flows: their state, mail, links.
+    pub sign_in: crate::sign_in::SignIn,
 }
 
 impl AppState {
@@ -210,6 +213,8 @@ pub fn endpoints() -> Vec<Endpoint> {
         at(M::GET, "/api/openapi.json", openapi::document),
         at(M::GET, "/api/auth", auth::authenticate),
         at(M::GET, "/api/auth/refresh", auth::refresh),
+        at(M::GET, "/api/auth/{provider}", sign_in::start),
+        at(M::POST, "/api/auth/{provider}", sign_in::send_link),
         at(M::GET, "/api/{db}", usage::read),
         at(M::GET, "/api/{db}/entity", list::list),
         at(M::POST, "/api/{db}/entity", entity::create),

@@ -15,14 +15,14 @@ use super::views::entities::Entity;
 use super::views::responses::error_response;
 use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
 use super::views::writes::{Counter, NewValue};
-use super::{auth, entity, files, health, list, metrics, property, usage};
+use super::{auth, entity, files, health, list, metrics, property, sign_in, usage};
 use crate::error::{ApiError, ErrorBody};
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "eds", description = "Entity Data Service: a multi-database store of typed, multi-valued entities. \
         Reads need no token (anonymous callers see public entities only); writes need an access token, \
-        obtained by exchanging an API key at `GET /api/auth`."),
+        obtained by exchanging an API key, or the session token of a sign-in (`GET /api/auth/{provider}`), at `GET /api/auth`."),
     paths(
         health::about,
         health::health,
@@ -32,6 +32,8 @@ use crate::error::{ApiError, ErrorBody};
         docs_asset,
         auth::authenticate,
         auth::refresh,
+        sign_in::start,
+        sign_in::send_link,
         usage::read,
         list::list,
         metrics::read,
@@ -61,7 +63,7 @@ use crate::error::{ApiError, ErrorBody};
     modifiers(&Security, &RateLimited),
     tags(
         (name = "service", description = "Identity, liveness and this documentation"),
-        (name = "auth", description = "Access tokens"),
+        (name = "auth", description = "Signing in and access tokens"),
         (name = "entities", description = "Entities: list and query, create, read, add values, delete, history"),
         (name = "properties", description = "Single property values"),
         (name = "files", description = "Thumbnails and the local storage backend's signed URLs"),

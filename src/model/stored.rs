@@ -28,6 +28,8 @@ pub struct ValueRow {
     pub created_by: Option<String>,
     pub deleted_at: Option<DateTime<Utc>>,
     pub deleted_by: Option<String>,
+    /// A `service_user` value's provider; `None` on a pending invitation.
+    pub login_provider: Option<String>,
 }
 
 impl ValueRow {
@@ -40,11 +42,16 @@ impl ValueRow {
             return value;
         }
         if self.prop == LOGIN_PROPERTY {
-            // A login method shows only its e-mail or device name; the login
-            // fields the service matches at sign-in never leave it.
+            // A login method shows only its e-mail or device name and its
+            // provider; the identity the service matches at sign-in never
+            // leaves it. Without a provider it is a pending invitation.
             if let Some(shown) = &self.string {
                 value.insert("string".into(), Json::String(shown.clone()));
             }
+            match &self.login_provider {
+                Some(provider) => value.insert("provider".into(), Json::String(provider.clone())),
+                None => value.insert("invite".into(), Json::Bool(true)),
+            };
             return value;
         }
         let mut put = |field: &str, json: Option<Json>| {
@@ -103,6 +110,7 @@ pub(crate) mod tests {
             created_by: Some("p1".into()),
             deleted_at: None,
             deleted_by: None,
+            login_provider: None,
         }
     }
 
@@ -134,7 +142,12 @@ pub(crate) mod tests {
         login.reference = Some("hidden".into());
         assert_eq!(
             Json::Object(login.stored_json()),
-            json!({"_id": "l", "string": "ann@example.com"})
+            json!({"_id": "l", "string": "ann@example.com", "invite": true})
+        );
+        login.login_provider = Some("e-mail".into());
+        assert_eq!(
+            Json::Object(login.stored_json()),
+            json!({"_id": "l", "string": "ann@example.com", "provider": "e-mail"})
         );
     }
 

@@ -5,8 +5,8 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use serde_json::{Map, Value as Json};
 
 use crate::error::{ApiError, ErrorCode};
-use crate::model::counter;
 use crate::model::ids::is_valid_id;
+use crate::model::{LOGIN_PROPERTY, counter};
 
 /// The `type` attribute of a property definition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +171,17 @@ fn parse_object(item: &Json) -> Result<ValueInput, ApiError> {
         }
         _ => return Err(malformed("every property object needs a string `type`")),
     };
+    // login fields are set by the service at sign-in, never written
+    if prop == LOGIN_PROPERTY
+        && let Some(field) = object
+            .keys()
+            .find(|key| !matches!(key.as_str(), "type" | "_id" | "string"))
+    {
+        return Err(ApiError::new(
+            ErrorCode::LoginFieldsReserved,
+            format!("{field}: service_user login fields are set by the service at sign-in"),
+        ));
+    }
     let replaces = match object.get("_id") {
         None | Some(Json::Null) => None,
         Some(Json::String(id)) if is_valid_id(id) => Some(id.clone()),

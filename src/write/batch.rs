@@ -10,7 +10,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection};
 use tracing::{Instrument, Span};
 
 use super::counters::CounterCache;
-use super::{WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete};
+use super::{WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete, login};
 use crate::auth::api_key::GeneratedKey;
 use crate::db::projection::TypeCache;
 use crate::error::ApiError;
@@ -90,5 +90,10 @@ async fn apply_one(
             delete::delete_entity(conn, &mut cache.types, db, actor, now, &entity_id).await
         }
         WriteOp::Aggregate { entity_id } => aggregate::aggregate(conn, &mut cache.types, db, actor, &entity_id).await,
+        WriteOp::LinkLogin {
+            entity_id,
+            invitation,
+            login,
+        } => login::link_login(conn, cache, db, now, &entity_id, &invitation, login).await,
     }
 }

@@ -9,7 +9,7 @@
 //!   what a write replaces, and the last-`_owner` rule; `counters.rs`:
 //!   numbering;
 //! - `access.rs`: who may write at all; `keys.rs`: API keys, hashed before a
-//!   write's turn.
+//!   write's turn; `login.rs`: login methods, written by the service only.
 
 mod access;
 mod add;
@@ -19,6 +19,7 @@ mod counters;
 mod create;
 mod delete;
 pub mod keys;
+pub mod login;
 mod replaced;
 pub mod validate;
 
@@ -59,6 +60,14 @@ pub enum WriteOp {
     /// Re-computes an entity's formulas and those of entities depending on it.
     Aggregate {
         entity_id: String,
+    },
+    /// Uses up the pending invitation `invitation` on person `entity_id`
+    /// (the request's actor) and stores `login` on it. Only the service
+    /// sends it, after checking the invitation token.
+    LinkLogin {
+        entity_id: String,
+        invitation: String,
+        login: Option<crate::auth::login::Login>,
     },
 }
 

@@ -261,10 +261,17 @@ async fn check_property(
             return Ok((target.actor != target.entity_id).then_some(Right::Owner));
         }
         LOGIN_PROPERTY => {
-            return Err(ApiError::new(
-                ErrorCode::LoginFieldsReserved,
-                "service_user values are set by the service at sign-in",
-            ));
+            // A string here is an invitation; on an existing entity its link
+            // is mailed to the entity's e-mail address.
+            if !matches!(input.value, Value::String(_)) {
+                return Err(wrong_field(prop, "string"));
+            }
+            let has_email = target.live.iter().any(|v| v.prop == "email" && v.string.is_some());
+            if !target.is_new && !has_email {
+                return Err(ApiError::new(ErrorCode::NoEmail, "No email"));
+            }
+            // Only the entity's owner or the person itself may invite a login to it.
+            return Ok((target.actor != target.entity_id).then_some(Right::Owner));
         }
         _ => {}
     }

@@ -12,6 +12,7 @@ use eds::db::{self, Pool, local_cluster::LocalCluster};
 use serde_json::{Value as Json, json};
 
 pub mod processes;
+pub mod smtp;
 
 const TEMPLATE: &str = "eds_template";
 pub const JWT_SECRET: &str = "test-secret-not-for-production";

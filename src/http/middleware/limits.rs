@@ -1,6 +1,8 @@
 //! Rate limits per client address (`limits.*`): every request draws from the
-//! `requests` bucket, and routes that exchange credentials also from the
-//! stricter `auth` bucket. Over a limit → 429 with `Retry-After`.
+//! `requests` bucket, and routes that exchange credentials or sign in also
+//! from the stricter `auth` bucket. Over a limit → 429 with `Retry-After`.
+//! Mails are limited per recipient and per client address, by the handlers
+//! that send them ([`RateLimits::refuse_mail`]).
 //!
 //! Each bucket is a GCRA (the arithmetic of a token bucket with one timestamp
 //! per key): N requests a minute may come in one burst, then one every
@@ -38,6 +40,10 @@ pub enum Bucket {
     Requests,
     /// Credential exchange and sign-in.
     Auth,
+    /// Mails one recipient receives.
+    MailRecipient,
+    /// Mails one client address has sent.
+    MailSender,
 }
 
 impl Bucket {
@@ -45,6 +51,8 @@ impl Bucket {
         match self {
             Bucket::Requests => "requests",
             Bucket::Auth => "auth",
+            Bucket::MailRecipient => "mail_recipient",
+            Bucket::MailSender => "mail_sender",
         }
     }
 }
@@ -52,25 +60,33 @@ impl Bucket {
 /// The stricter bucket a route draws from besides `Requests`, by method and
 /// route pattern. Sign-in routes join `Auth` here.
 fn route_bucket(method: &Method, pattern: &str) -> Option<Bucket> {
-    match (method, pattern) {
-        (&Method::GET, "/api/auth") => Some(Bucket::Auth),
-        _ => None,
-    }
+    let signs_in = match pattern {
+        "/api/auth" | "/api/new" => true,
+        // a refresh only re-signs a token the caller holds
+        "/api/auth/refresh" => false,
+        _ => pattern.starts_with("/api/auth/"),
+    };
+    (signs_in && (method == Method::GET || method == Method::POST)).then_some(Bucket::Auth)
 }
 
 /// The configured buckets; a bucket is absent when its limit is off.
 pub struct RateLimits {
     requests: Option<Limiter>,
     auth: Option<Limiter>,
+    mail_recipient: Option<Limiter>,
+    mail_sender: Option<Limiter>,
 }
 
 impl RateLimits {
     pub fn from_settings(settings: &LimitSettings) -> RateLimits {
-        let per_minute =
-            |count: u32| (settings.enabled && count > 0).then(|| Limiter::new(count, Duration::from_secs(60)));
+        let per = |count: u32, window: u64| {
+            (settings.enabled && count > 0).then(|| Limiter::new(count, Duration::from_secs(window)))
+        };
         RateLimits {
-            requests: per_minute(settings.requests_per_minute),
-            auth: per_minute(settings.auth_per_minute),
+            requests: per(settings.requests_per_minute, 60),
+            auth: per(settings.auth_per_minute, 60),
+            mail_recipient: per(settings.mails_per_hour_per_recipient, 3600),
+            mail_sender: per(settings.mails_per_hour_per_address, 3600),
         }
     }
 
@@ -80,11 +96,32 @@ impl RateLimits {
         let limiter = match bucket {
             Bucket::Requests => &self.requests,
             Bucket::Auth => &self.auth,
+            Bucket::MailRecipient => &self.mail_recipient,
+            Bucket::MailSender => &self.mail_sender,
         };
         match limiter {
             Some(limiter) => limiter.check(key, Instant::now()),
             None => Ok(()),
         }
+    }
+}
+
+impl RateLimits {
+    /// Charges one mail to `recipient` (case folded) sent for `client_ip`;
+    /// answers the refusal (429 with `Retry-After`) when either is over its
+    /// hourly limit.
+    pub fn refuse_mail(&self, recipient: &str, client_ip: &str) -> Option<actix_web::HttpResponse> {
+        let charges = [
+            (Bucket::MailSender, address_key(client_ip)),
+            (Bucket::MailRecipient, recipient.to_lowercase()),
+        ];
+        for (bucket, key) in charges {
+            if let Err(wait) = self.check(bucket, &key) {
+                metrics::rate_limited(bucket.name());
+                return Some(too_many_requests(wait));
+            }
+        }
+        None
     }
 }
 
@@ -263,6 +300,9 @@ mod tests {
             requests_per_minute: 1,
             auth_per_minute,
             max_values_per_write: 1000,
+            mails_per_hour_per_recipient: 60,
+            mails_per_hour_per_address: 60,
+            new_databases_per_day: 5,
         };
         let limits = RateLimits::from_settings(&settings(true, 0));
         assert!(limits.check(Bucket::Requests, "a").is_ok());
@@ -289,6 +329,8 @@ mod tests {
     fn key_exchange_draws_from_the_auth_bucket() {
         assert_eq!(route_bucket(&Method::GET, "/api/auth"), Some(Bucket::Auth));
         assert_eq!(route_bucket(&Method::GET, "/api/auth/refresh"), None);
+        assert_eq!(route_bucket(&Method::POST, "/api/auth/{provider}"), Some(Bucket::Auth));
+        assert_eq!(route_bucket(&Method::POST, "/api/new"), Some(Bucket::Auth));
         assert_eq!(route_bucket(&Method::GET, "/api/{db}/entity"), None);
     }
 }

@@ -14,6 +14,9 @@ pub struct TokenResponse<'a> {
     pub token: String,
     /// When the token expires (ISO 8601).
     pub expires: String,
+    /// `invite` when an invitation was not accepted: the login is another person in that database.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conflict: Option<&'static str>,
 }
 
 #[derive(Serialize, ToSchema)]

@@ -1,0 +1,15 @@
+#!/bin/sh
+# Installs the Python tools the tests run, from PyPI, into their own
+# virtualenv under .data/ (Debian's Python refuses system-wide pip installs):
+# openapi-spec-validator (checks the served OpenAPI document) and aiosmtpd
+# (the SMTP server that receives the sign-in mails).
+# Usage: scripts/fetch-python-tools.sh [VENV_DIR]
+set -eu
+
+venv="${1:-.data/venv}"
+validator="openapi-spec-validator==0.9.0"
+smtpd="aiosmtpd==1.4.6"
+[ -x "$venv/bin/openapi-spec-validator" ] && [ -x "$venv/bin/aiosmtpd" ] && exit 0
+
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$validator" "$smtpd"

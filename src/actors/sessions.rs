@@ -1,0 +1,170 @@
+//! The sign-in state actor: short-lived state (e-mail links, session tokens)
+//! is written to PostgreSQL when issued and used once. PostgreSQL makes the
+//! single use hold across processes (one conditional UPDATE); this actor
+//! serialises the uses within a process, remembers what it has seen used (a
+//! replay is refused without a query), and sweeps expired state.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use actix::prelude::*;
+use chrono::{DateTime, Utc};
+use serde_json::Value as Json;
+
+use crate::db::Pool;
+use crate::db::sign_in::{self, Issued};
+use crate::error::ApiError;
+
+/// How often expired state is deleted.
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+pub struct Sessions {
+    pool: Pool,
+    /// Ids this process saw used, until they expire.
+    used: HashMap<String, DateTime<Utc>>,
+}
+
+impl Actor for Sessions {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(SWEEP_EVERY, |sessions, ctx| {
+            let now = Utc::now();
+            sessions.used.retain(|_, expires| *expires > now);
+            let pool = sessions.pool.clone();
+            ctx.spawn(
+                async move {
+                    let swept = match pool.get().await {
+                        Ok(mut conn) => sign_in::sweep(&mut conn, now).await.map_err(ApiError::from),
+                        Err(error) => Err(error.into()),
+                    };
+                    if let Err(error) = swept {
+                        tracing::warn!(%error, "sweeping expired sign-in state failed");
+                    }
+                }
+                .into_actor(sessions),
+            );
+        });
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<(), ApiError>")]
+struct Issue(Issued);
+
+impl Handler<Issue> for Sessions {
+    type Result = ResponseFuture<Result<(), ApiError>>;
+
+    fn handle(&mut self, Issue(issued): Issue, _: &mut Context<Self>) -> Self::Result {
+        let pool = self.pool.clone();
+        Box::pin(async move {
+            let mut conn = pool.get().await?;
+            sign_in::issue(&mut conn, &issued).await?;
+            Ok(())
+        })
+    }
+}
+
+/// Uses state `id` of `kind`, issued to `client_ip`, once.
+#[derive(Message)]
+#[rtype(result = "Result<Option<Json>, ApiError>")]
+struct Consume {
+    id: String,
+    kind: &'static str,
+    client_ip: String,
+    now: DateTime<Utc>,
+}
+
+impl Handler<Consume> for Sessions {
+    // atomic: one use at a time in this process, so a replay racing the
+    // first use finds its mark
+    type Result = AtomicResponse<Self, Result<Option<Json>, ApiError>>;
+
+    fn handle(&mut self, consume: Consume, _: &mut Context<Self>) -> Self::Result {
+        if self.used.contains_key(&consume.id) {
+            return AtomicResponse::new(Box::pin(fut::ready(Ok(None))));
+        }
+        let pool = self.pool.clone();
+        let id = consume.id.clone();
+        AtomicResponse::new(Box::pin(
+            async move {
+                let mut conn = pool.get().await?;
+                let taken =
+                    sign_in::consume(&mut conn, &consume.id, consume.kind, &consume.client_ip, consume.now).await?;
+                Ok(taken)
+            }
+            .into_actor(self)
+            .map(
+                move |taken: Result<Option<(Json, DateTime<Utc>)>, ApiError>, sessions, _| {
+                    let (data, expires) = match taken? {
+                        Some(taken) => taken,
+                        None => return Ok(None),
+                    };
+                    sessions.used.insert(id, expires);
+                    Ok(Some(data))
+                },
+            ),
+        ))
+    }
+}
+
+/// The process's sign-in state actor, started on first use.
+pub struct SessionStore {
+    pool: Pool,
+    actor: OnceLock<Addr<Sessions>>,
+}
+
+impl SessionStore {
+    pub fn new(pool: Pool) -> SessionStore {
+        SessionStore {
+            pool,
+            actor: OnceLock::new(),
+        }
+    }
+
+    fn actor(&self) -> &Addr<Sessions> {
+        self.actor.get_or_init(|| {
+            Sessions {
+                pool: self.pool.clone(),
+                used: HashMap::new(),
+            }
+            .start()
+        })
+    }
+
+    /// Writes state to PostgreSQL; it is usable once it is written.
+    pub async fn issue(&self, issued: Issued) -> Result<(), ApiError> {
+        self.actor()
+            .send(Issue(issued))
+            .await
+            .map_err(|e| ApiError::internal("sign-in state actor unavailable", e))?
+    }
+
+    /// The data of state `id` of `kind`, if it was issued to `client_ip`,
+    /// has not expired at `now`, and no one (in any process) used it before.
+    pub async fn consume(
+        &self,
+        id: &str,
+        kind: &'static str,
+        client_ip: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Json>, ApiError> {
+        self.actor()
+            .send(Consume {
+                id: id.to_owned(),
+                kind,
+                client_ip: client_ip.to_owned(),
+                now,
+            })
+            .await
+            .map_err(|e| ApiError::internal("sign-in state actor unavailable", e))?
+    }
+
+    /// Forgets state that must not stay usable (its mail could not be sent).
+    pub async fn discard(&self, id: &str) -> Result<(), ApiError> {
+        let mut conn = self.pool.get().await?;
+        sign_in::discard(&mut conn, id).await?;
+        Ok(())
+    }
+}

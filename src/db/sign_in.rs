@@ -1,0 +1,131 @@
+//! Sign-in: short-lived state (`sign_in_states`) and the login methods
+//! (`service_user` values) a login is matched against in every database.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{Jsonb, Text, Timestamptz};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde_json::Value as Json;
+
+use crate::auth::login::Login;
+use crate::db::schema::sign_in_states;
+use crate::db::values::ValueRecord;
+use crate::model::LOGIN_PROPERTY;
+use crate::model::ids::new_id;
+
+/// One piece of state being issued: `id` is the SHA-256 of its token or a
+/// JWT's `jti`, never a token itself.
+pub struct Issued {
+    pub id: String,
+    pub kind: &'static str,
+    pub client_ip: String,
+    pub data: Json,
+    pub expires_at: DateTime<Utc>,
+}
+
+pub async fn issue(conn: &mut AsyncPgConnection, issued: &Issued) -> QueryResult<()> {
+    diesel::insert_into(sign_in_states::table)
+        .values((
+            sign_in_states::id.eq(&issued.id),
+            sign_in_states::kind.eq(issued.kind),
+            sign_in_states::client_ip.eq(&issued.client_ip),
+            sign_in_states::data.eq(&issued.data),
+            sign_in_states::expires_at.eq(issued.expires_at),
+        ))
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+/// Marks state `id` used and answers its data and expiry, in one statement,
+/// if it is of `kind`, bound to `client_ip`, unexpired at `now` and unused:
+/// of two processes using it at once, one gets it. A use from another
+/// address takes nothing, so the state stays usable by its own.
+pub async fn consume(
+    conn: &mut AsyncPgConnection,
+    id: &str,
+    kind: &str,
+    client_ip: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<(Json, DateTime<Utc>)>> {
+    #[derive(QueryableByName)]
+    struct Taken {
+        #[diesel(sql_type = Jsonb)]
+        data: Json,
+        #[diesel(sql_type = Timestamptz)]
+        expires_at: DateTime<Utc>,
+    }
+    let taken: Option<Taken> = diesel::sql_query(
+        "UPDATE sign_in_states SET consumed_at = $5 \
+         WHERE id = $1 AND kind = $2 AND client_ip = $3 AND consumed_at IS NULL AND expires_at > $4 \
+         RETURNING data, expires_at",
+    )
+    .bind::<Text, _>(id)
+    .bind::<Text, _>(kind)
+    .bind::<Text, _>(client_ip)
+    .bind::<Timestamptz, _>(now)
+    .bind::<Timestamptz, _>(Utc::now())
+    .get_result(conn)
+    .await
+    .optional()?;
+    Ok(taken.map(|taken| (taken.data, taken.expires_at)))
+}
+
+pub async fn discard(conn: &mut AsyncPgConnection, id: &str) -> QueryResult<()> {
+    diesel::delete(sign_in_states::table.filter(sign_in_states::id.eq(id)))
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+/// Deletes the state that expired before `now`; answers how much.
+pub async fn sweep(conn: &mut AsyncPgConnection, now: DateTime<Utc>) -> QueryResult<usize> {
+    diesel::delete(sign_in_states::table.filter(sign_in_states::expires_at.le(now)))
+        .execute(conn)
+        .await
+}
+
+/// The person a login (`identity`, `<provider>:<uid>`) is in each database:
+/// the live entities holding a live `service_user` value with that identity,
+/// the earliest linked one where a database has several. By database name.
+pub async fn persons_of_login(conn: &mut AsyncPgConnection, identity: &str) -> QueryResult<Vec<(String, String)>> {
+    #[derive(QueryableByName)]
+    struct Person {
+        #[diesel(sql_type = Text)]
+        db: String,
+        #[diesel(sql_type = Text)]
+        entity_id: String,
+    }
+    let persons: Vec<Person> = diesel::sql_query(
+        "SELECT DISTINCT ON (v.db) v.db, v.entity_id FROM property_values v \
+         JOIN entities e ON e.db = v.db AND e.id = v.entity_id AND e.deleted_at IS NULL \
+         WHERE v.secret_lookup = $1 AND v.prop = $2 AND v.login_provider IS NOT NULL AND v.deleted_at IS NULL \
+         ORDER BY v.db, v.created_at, v.id",
+    )
+    .bind::<Text, _>(identity)
+    .bind::<Text, _>(LOGIN_PROPERTY)
+    .load(conn)
+    .await?;
+    Ok(persons
+        .into_iter()
+        .map(|person| (person.db, person.entity_id))
+        .collect())
+}
+
+/// The `service_user` value holding `login` on `entity_id`, created by that
+/// person: it shows the login's e-mail (or id) and provider, and is found by
+/// its identity.
+pub fn login_value(db: &str, entity_id: &str, login: &Login, now: DateTime<Utc>) -> ValueRecord {
+    ValueRecord {
+        db: db.to_owned(),
+        id: new_id(),
+        entity_id: entity_id.to_owned(),
+        prop: LOGIN_PROPERTY.to_owned(),
+        string: Some(login.shown().to_owned()),
+        secret_lookup: Some(login.identity()),
+        login_provider: Some(login.provider.clone()),
+        created_at: now,
+        created_by: Some(entity_id.to_owned()),
+        ..ValueRecord::default()
+    }
+}

@@ -1,0 +1,165 @@
+//! `GET /api/auth/{provider}` and the e-mail provider's form: a person signs
+//! in with a provider, and the browser gets a session token (JSON `{key}`,
+//! or appended to `next`) to exchange at `GET /api/auth`.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::middleware::limits::RateLimits;
+use super::views::pages;
+use super::{AppState, client_ip};
+use crate::auth::login::{EMAIL_PROVIDER, Login, PROVIDERS};
+use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::mail;
+use crate::sign_in::email::LinkAsked;
+use crate::sign_in::{Lang, check_next};
+
+#[derive(Debug, Deserialize)]
+pub struct SignInQuery {
+    next: Option<String>,
+    lang: Option<String>,
+    /// A mailed sign-in link's token (the e-mail provider).
+    token: Option<String>,
+    /// An invitation to accept once signed in.
+    invite: Option<String>,
+}
+
+/// The e-mail provider's form, submitted.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct EmailForm {
+    /// Where to mail the sign-in link.
+    email: String,
+    next: Option<String>,
+    lang: Option<String>,
+    invite: Option<String>,
+}
+
+/// The session token, when no `next` was given.
+#[derive(Serialize, ToSchema)]
+pub struct TemporaryKey {
+    /// A session token: 5 minutes, single use, from this address only; exchange it at `GET /api/auth`.
+    key: String,
+}
+
+/// 404 for an unknown provider; 503 for one this server is not configured for.
+fn provider_checked(provider: &str) -> Result<(), ApiError> {
+    if provider == EMAIL_PROVIDER {
+        return Ok(());
+    }
+    if PROVIDERS.contains(&provider) {
+        return Err(ApiError::new(
+            ErrorCode::ProviderUnavailable,
+            format!("Sign-in with {provider} is not configured on this server"),
+        ));
+    }
+    Err(ApiError::not_found("Unknown sign-in provider"))
+}
+
+#[utoipa::path(
+    get, path = "/api/auth/{provider}", operation_id = "sign_in", tag = "auth", summary = "Sign in with a provider",
+    description = "Browser sign-in. `e-mail`: without `token`, an HTML form asking for the address; the mailed link (the same path with `token`) completes the sign-in from the address that asked, once, within 15 minutes. Completed: without `next`, JSON `{key}`; with `next`, a redirect to `next` with the session token appended. The session token lives 5 minutes, is single use and bound to the browser's address; exchange it at `GET /api/auth`.",
+    params(
+        ("provider" = String, Path, description = "`passkey`, `apple`, `google`, `e-mail`, `smart-id`, `mobile-id` or `id-card`", example = "e-mail"),
+        ("next" = Option<String>, Query, description = "An https URL to send the browser to, with the session token appended", example = "https://app.example.com/signed-in?key="),
+        ("lang" = Option<String>, Query, description = "`en` (default) or `et`: the page's language"),
+        ("token" = Option<String>, Query, description = "A mailed sign-in link's token"),
+        ("invite" = Option<String>, Query, description = "An invitation token, accepted once signed in"),
+    ),
+    responses(
+        (status = 200, description = "The provider's page (HTML), or the session token when no `next` was given", body = TemporaryKey, example = json!({"key": "eyJhbGciOiJIUzI1NiJ9.eyJ1c2UiOiJzZXNzaW9uIn0.c2ln"})),
+        (status = 302, description = "Signed in: to `next` with the session token appended"),
+        (status = 400, description = "`next` is not an https URL, or the link is unknown, used, expired or opened from another address", body = ErrorBody),
+        (status = 404, description = "Unknown provider", body = ErrorBody),
+        (status = 429, description = "Too many sign-ins from this address", body = ErrorBody),
+        (status = 503, description = "The provider is not configured on this server", body = ErrorBody),
+    )
+)]
+pub async fn start(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    provider: web::Path<String>,
+    query: web::Query<SignInQuery>,
+) -> Result<HttpResponse, ApiError> {
+    provider_checked(&provider)?;
+    let query = query.into_inner();
+    let next = query.next.as_deref().map(check_next).transpose()?;
+    let Some(token) = &query.token else {
+        let lang = Lang::from_query(query.lang.as_deref());
+        return Ok(pages::email_form(lang, next, query.invite.as_deref()));
+    };
+    let ip = client_ip(&req, &state.trusted_proxies);
+    let opened = state.sign_in.open_link(token, &ip, state.clock.now()).await?;
+    signed_in(
+        &state,
+        &opened.login,
+        opened.invite.as_deref(),
+        &ip,
+        opened.next.as_deref(),
+    )
+    .await
+}
+
+#[utoipa::path(
+    post, path = "/api/auth/{provider}", operation_id = "send_sign_in_link", tag = "auth", summary = "Mail a sign-in link",
+    description = "The e-mail provider's form (`application/x-www-form-urlencoded`): mails one link to `email`, which signs in once, within 15 minutes, from this address. Mails are limited per recipient and per client address (`limits.mails_per_hour_*`).",
+    params(("provider" = String, Path, description = "`e-mail`", example = "e-mail")),
+    request_body(content = EmailForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "An HTML page: the link is mailed"),
+        (status = 400, description = "Not an e-mail address, or `next` is not an https URL", body = ErrorBody),
+        (status = 404, description = "Unknown provider", body = ErrorBody),
+        (status = 429, description = "Too many mails to this recipient or from this address", body = ErrorBody),
+        (status = 503, description = "The mail server did not take the mail, or the provider is not configured", body = ErrorBody),
+    )
+)]
+pub async fn send_link(
+    state: web::Data<AppState>,
+    limits: web::Data<RateLimits>,
+    req: HttpRequest,
+    provider: web::Path<String>,
+    form: web::Form<EmailForm>,
+) -> Result<HttpResponse, ApiError> {
+    provider_checked(&provider)?;
+    let form = form.into_inner();
+    let next = form.next.as_deref().map(check_next).transpose()?.map(str::to_owned);
+    let email = mail::address(&form.email)?;
+    let ip = client_ip(&req, &state.trusted_proxies);
+    if let Some(too_many) = limits.refuse_mail(email.as_ref(), &ip) {
+        return Ok(too_many);
+    }
+    let lang = Lang::from_query(form.lang.as_deref());
+    let asked = LinkAsked {
+        email,
+        next,
+        invite: form.invite,
+        lang,
+        client_ip: ip,
+    };
+    state.sign_in.send_link(asked, state.clock.now()).await?;
+    Ok(pages::email_sent(lang))
+}
+
+/// The end of every provider's flow: a session token for `login` (carrying
+/// `invite`, if any), as JSON `{key}` or appended to `next`.
+async fn signed_in(
+    state: &AppState,
+    login: &Login,
+    invite: Option<&str>,
+    ip: &str,
+    next: Option<&str>,
+) -> Result<HttpResponse, ApiError> {
+    let key = state
+        .sign_in
+        .issue_session(&state.jwt, login, invite, ip, state.clock.now())
+        .await?;
+    Ok(match next {
+        None => HttpResponse::Ok()
+            .insert_header(("Cache-Control", "no-store"))
+            .json(TemporaryKey { key }),
+        Some(next) => HttpResponse::Found()
+            .insert_header(("Location", format!("{next}{key}")))
+            .insert_header(("Cache-Control", "no-store"))
+            .finish(),
+    })
+}

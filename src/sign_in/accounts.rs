@@ -1,0 +1,37 @@
+//! The databases a token's login reaches, and the person it is in each.
+
+use std::collections::BTreeMap;
+
+use diesel_async::AsyncPgConnection;
+
+use crate::auth::login::identity_of;
+use crate::db::{sign_in, values};
+use crate::error::ApiError;
+
+/// The login an API key stands for, as the token's `sub` names it.
+pub fn api_key_login(db: &str, value_id: &str) -> String {
+    format!("api_key:{db}:{value_id}")
+}
+
+/// The database and value id of the API key a token's `sub` names, if it names one.
+pub fn api_key_of(sub: &str) -> Option<(&str, &str)> {
+    sub.strip_prefix("api_key:")?.split_once(':')
+}
+
+/// The databases login `sub` reaches now, with its person in each: an API
+/// key reaches its entity's database while the key and the entity live; a
+/// provider login, every database where a live person holds it.
+pub async fn accounts_of(conn: &mut AsyncPgConnection, sub: &str) -> Result<BTreeMap<String, String>, ApiError> {
+    let mut accounts = BTreeMap::new();
+    if let Some((db, value_id)) = api_key_of(sub) {
+        if let Some(key) = values::find_value(conn, db, value_id).await?
+            && key.deleted_at.is_none()
+            && values::entity_exists(conn, db, &key.entity_id).await?
+        {
+            accounts.insert(db.to_owned(), key.entity_id);
+        }
+    } else if let Some(identity) = identity_of(sub) {
+        accounts.extend(sign_in::persons_of_login(conn, identity).await?);
+    }
+    Ok(accounts)
+}

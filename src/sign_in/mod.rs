@@ -1,0 +1,173 @@
+//! Signing people in: the flows between the HTTP handlers and the parts they
+//! use (tokens, the sign-in state actor, mail, the writer).
+//!
+//! - `mod.rs`: session tokens, the end of every provider's flow;
+//! - `email.rs`: the e-mail provider's single-use links;
+//! - `accounts.rs`: the databases and persons a login reaches;
+//! - `invite.rs`: invitations, mailed and accepted.
+
+pub mod accounts;
+pub mod email;
+pub mod invite;
+
+use chrono::{DateTime, Utc};
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+
+use crate::actors::sessions::SessionStore;
+use crate::auth::jwt::{Claims, JwtKeys, SESSION_LIFETIME_SECONDS};
+use crate::auth::login::Login;
+use crate::db::sign_in::Issued;
+use crate::error::{ApiError, ErrorCode};
+use crate::mail::Mailer;
+use crate::metrics;
+
+/// State kind of an issued session token.
+const SESSION: &str = "session";
+
+/// What the sign-in flows share: the state actor, the mailer, and the
+/// address links point back to.
+pub struct SignIn {
+    pub sessions: SessionStore,
+    pub mailer: Mailer,
+    /// `http.public_url`, without a trailing slash.
+    pub public_url: String,
+}
+
+impl SignIn {
+    /// A session token for `login`, bound to `client_ip`: 5 minutes, single
+    /// use; it carries the invitation the sign-in began with, if any.
+    /// Recorded in PostgreSQL before it is handed out.
+    pub async fn issue_session(
+        &self,
+        jwt: &JwtKeys,
+        login: &Login,
+        invite: Option<&str>,
+        client_ip: &str,
+        now: DateTime<Utc>,
+    ) -> Result<String, ApiError> {
+        let jti = random_token();
+        let mut claims = Claims::session(login.sub(), client_ip.to_owned(), jti.clone(), now);
+        claims.email.clone_from(&login.email);
+        claims.name.clone_from(&login.name);
+        claims.invite = invite.map(str::to_owned);
+        self.sessions
+            .issue(Issued {
+                id: jti,
+                kind: SESSION,
+                client_ip: client_ip.to_owned(),
+                data: serde_json::Value::Null,
+                expires_at: now + chrono::Duration::seconds(SESSION_LIFETIME_SECONDS),
+            })
+            .await?;
+        jwt.sign(&claims)
+    }
+
+    /// The login of a session token presented from `client_ip`, and the
+    /// invitation it carries, using it up: 401 `Invalid token` when it is
+    /// malformed, expired, from another address, or used before (by any process).
+    pub async fn exchange_session(
+        &self,
+        jwt: &JwtKeys,
+        token: &str,
+        client_ip: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(Login, Option<String>), ApiError> {
+        let refused = |reason: &'static str| {
+            metrics::token_refused("login", reason);
+            ApiError::unauthorized("Invalid token")
+        };
+        let claims = jwt
+            .verify_session(token, client_ip, now)
+            .map_err(|refusal| refused(refusal.reason()))?;
+        let jti = claims.jti.as_deref().unwrap_or_default();
+        if self.sessions.consume(jti, SESSION, client_ip, now).await?.is_none() {
+            return Err(refused("used"));
+        }
+        let login = Login::from_sub(&claims.sub, claims.email, claims.name).ok_or_else(|| refused("invalid"))?;
+        Ok((login, claims.invite))
+    }
+}
+
+/// The language of sign-in pages and mails (`lang`: `en`, the default, or `et`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lang {
+    #[default]
+    En,
+    Et,
+}
+
+impl Lang {
+    /// `lang` as given; anything but `et` is English.
+    pub fn from_query(lang: Option<&str>) -> Lang {
+        match lang {
+            Some("et") => Lang::Et,
+            _ => Lang::En,
+        }
+    }
+
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Et => "et",
+        }
+    }
+}
+
+/// 32 random bytes, hex: a link's or a token's secret part.
+pub fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+/// What state issued for a random token is stored under: its SHA-256, so
+/// the table never holds a usable token.
+pub fn state_id(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// `next` as given, if it is an absolute https URL: 400 `invalid_next` otherwise.
+pub fn check_next(next: &str) -> Result<&str, ApiError> {
+    let host = next.strip_prefix("https://").unwrap_or_default();
+    let well_formed = !host.is_empty()
+        && !host.starts_with(['/', '?', '#', '@'])
+        && !next.chars().any(|c| c.is_whitespace() || c.is_control());
+    if well_formed {
+        Ok(next)
+    } else {
+        Err(ApiError::new(
+            ErrorCode::InvalidNext,
+            "next must be an absolute https URL",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_must_be_an_absolute_https_url() {
+        assert!(check_next("https://app.example.com/done?key=").is_ok());
+        for bad in [
+            "http://app.example.com/",
+            "https://",
+            "https:///path",
+            "//app.example.com",
+            "javascript:alert(1)",
+            "https://app.example.com/\r\nSet-Cookie: x",
+        ] {
+            assert_eq!(check_next(bad).unwrap_err().code, ErrorCode::InvalidNext, "{bad}");
+        }
+    }
+
+    #[test]
+    fn state_is_stored_under_a_digest_of_its_token() {
+        let token = random_token();
+        assert_eq!(token.len(), 64);
+        assert_ne!(random_token(), token);
+        assert_eq!(state_id(&token).len(), 64);
+        assert_ne!(state_id(&token), token);
+    }
+}
