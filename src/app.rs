@@ -133,6 +133,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         ),
         known_databases: Default::default(),
         sign_in,
+        new_databases_per_day: settings.limits.new_databases_per_day,
     }))
 }
 

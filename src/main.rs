@@ -71,6 +71,12 @@ enum DbCommand {
     },
     /// One JSON line per database: its name and live entity count.
     List,
+    /// Delete a database and everything in it, for good (its files stay in object
+    /// storage). Stop or restart the servers using it afterwards.
+    Delete {
+        #[arg(value_name = "NAME")]
+        database: String,
+    },
     /// The usage object of `GET /api/{db}`.
     Usage {
         #[arg(value_name = "NAME")]
@@ -159,6 +165,15 @@ fn run(cli: Cli) -> Result<(), String> {
             for found in admin::list_databases(&pool).await? {
                 println!("{}", json!({"database": found.database, "entities": found.entities}));
             }
+            Ok(())
+        }),
+        Command::Db(DbCommand::Delete { database }) => runtime.block_on(async {
+            let pool = admin_pool(&url, &settings)?;
+            let deleted = db::databases::delete(&pool, &database)
+                .await
+                .map_err(|e| e.message.into_owned())?
+                .ok_or_else(|| format!("database {database} not found"))?;
+            println!("{}", json!({"deleted": database, "entities": deleted}));
             Ok(())
         }),
         Command::Db(DbCommand::Usage { database }) => runtime.block_on(async {

@@ -5,22 +5,10 @@
 mod common;
 
 use chrono::Duration;
+use common::TestApp;
+use common::email_login::{app_with_mail, client_at, exchange, session_key};
 use common::smtp::SmtpSink;
-use common::{Storage, TestApp};
 use serde_json::{Value as Json, json};
-
-async fn app_with_mail() -> (TestApp, SmtpSink) {
-    let sink = SmtpSink::start().await;
-    let app = TestApp::start_with(Storage::Local, &[("mail.smtp_url", sink.url.clone())]).await;
-    (app, sink)
-}
-
-fn local() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
 
 /// A person of `demo` with `values`; answers its id.
 async fn person(app: &TestApp, owner: &str, values: Json) -> String {
@@ -51,32 +39,9 @@ async fn mailed_invite(sink: &SmtpSink, mails: usize) -> (String, String) {
     (links[0].clone(), token.to_owned())
 }
 
-/// Signs `email` in through the e-mail provider (form fields `extra` with
-/// it); answers the session token.
-async fn sign_in(app: &TestApp, sink: &SmtpSink, email: &str, extra: &[(&str, &str)], mails: usize) -> String {
-    let mut form = vec![("email", email)];
-    form.extend_from_slice(extra);
-    let client = local();
-    let sent = client
-        .post(format!("{}/api/auth/e-mail", app.url))
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(sent.status(), 200);
-    let all = sink.wait_for(mails + 1).await;
-    let link = all.last().unwrap().links().pop().unwrap();
-    let opened: Json = client.get(&link).send().await.unwrap().json().await.unwrap();
-    opened["key"].as_str().expect("a session token").to_owned()
-}
-
-async fn exchange(app: &TestApp, key: &str, query: &str) -> (u16, Json) {
-    app.call("GET", &format!("/api/auth{query}"), Some(key), None).await
-}
-
 #[tokio::test]
 async fn writing_a_string_to_service_user_stores_an_invitation_and_mails_its_link_to_the_entitys_email() {
-    let (app, sink) = app_with_mail().await;
+    let (app, sink) = app_with_mail(&[]).await;
     let owner = app.owner_token().await;
     let bob = person(
         &app,
@@ -102,7 +67,7 @@ async fn writing_a_string_to_service_user_stores_an_invitation_and_mails_its_lin
 
 #[tokio::test]
 async fn an_invited_person_signs_in_through_the_mailed_link_and_the_login_is_linked_to_them() {
-    let (app, sink) = app_with_mail().await;
+    let (app, sink) = app_with_mail(&[]).await;
     let owner = app.owner_token().await;
     let bob = person(
         &app,
@@ -113,9 +78,16 @@ async fn an_invited_person_signs_in_through_the_mailed_link_and_the_login_is_lin
     invite(&app, &owner, &bob).await;
     let (link, token) = mailed_invite(&sink, 1).await;
     // the link opens the e-mail form, which carries the invitation along
-    let page = local().get(&link).send().await.unwrap().text().await.unwrap();
+    let page = client_at("127.0.0.1")
+        .get(&link)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(page.contains(r#"name="invite""#) && page.contains(&token), "{page}");
-    let key = sign_in(&app, &sink, "Bob@Example.com", &[("invite", &token)], 1).await;
+    let key = session_key(&app, &sink, "Bob@Example.com", &[("invite", &token)], 1).await;
     let (status, body) = exchange(&app, &key, "").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
@@ -131,7 +103,7 @@ async fn an_invited_person_signs_in_through_the_mailed_link_and_the_login_is_lin
         json!([{"_id": entity["entity"]["service_user"][0]["_id"], "string": "bob@example.com", "provider": "e-mail"}])
     );
     // signing in again, without the invitation, finds Bob by the login
-    let again = sign_in(&app, &sink, "bob@example.com", &[], 2).await;
+    let again = session_key(&app, &sink, "bob@example.com", &[], 2).await;
     let (status, body) = exchange(&app, &again, "").await;
     assert_eq!(
         (status, body["accounts"][0]["user"]["_id"].as_str()),
@@ -141,12 +113,12 @@ async fn an_invited_person_signs_in_through_the_mailed_link_and_the_login_is_lin
 
 #[tokio::test]
 async fn an_invitation_given_at_the_exchange_links_the_login_and_limits_the_token_to_its_database() {
-    let (app, sink) = app_with_mail().await;
+    let (app, sink) = app_with_mail(&[]).await;
     let owner = app.owner_token().await;
     let bob = person(&app, &owner, json!([{"type": "email", "string": "bob@example.com"}])).await;
     invite(&app, &owner, &bob).await;
     let (_, token) = mailed_invite(&sink, 1).await;
-    let key = sign_in(&app, &sink, "bob.personal@example.com", &[], 1).await;
+    let key = session_key(&app, &sink, "bob.personal@example.com", &[], 1).await;
     let (status, body) = exchange(&app, &key, &format!("?invite={token}")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["accounts"][0]["user"]["_id"], bob.as_str());
@@ -155,7 +127,7 @@ async fn an_invitation_given_at_the_exchange_links_the_login_and_limits_the_toke
 
 #[tokio::test]
 async fn an_invitation_to_an_entity_without_email_is_400_no_email_and_nothing_is_written() {
-    let (app, sink) = app_with_mail().await;
+    let (app, sink) = app_with_mail(&[]).await;
     let owner = app.owner_token().await;
     let nobody = person(&app, &owner, json!([{"type": "name", "string": "No Mail"}])).await;
     let (status, body) = app
@@ -173,7 +145,7 @@ async fn an_invitation_to_an_entity_without_email_is_400_no_email_and_nothing_is
 
 #[tokio::test]
 async fn an_invitation_written_at_creation_is_pending_and_sends_no_mail() {
-    let (app, sink) = app_with_mail().await;
+    let (app, sink) = app_with_mail(&[]).await;
     let owner = app.owner_token().await;
     let created = person(
         &app,
@@ -189,7 +161,7 @@ async fn an_invitation_written_at_creation_is_pending_and_sends_no_mail() {
 
 #[tokio::test]
 async fn a_malformed_expired_or_other_database_invitation_is_400_invalid_or_expired_invite() {
-    let (app, sink) = app_with_mail().await;
+    let (app, sink) = app_with_mail(&[]).await;
     let owner = app.owner_token().await;
     let bob = person(&app, &owner, json!([{"type": "email", "string": "bob@example.com"}])).await;
     invite(&app, &owner, &bob).await;
@@ -200,7 +172,7 @@ async fn a_malformed_expired_or_other_database_invitation_is_400_invalid_or_expi
         format!("?db=other_db&invite={token}"),
         format!("?invite={}x", &token[..token.len() - 1]),
     ] {
-        let key = sign_in(&app, &sink, "bob@example.com", &[], mails).await;
+        let key = session_key(&app, &sink, "bob@example.com", &[], mails).await;
         mails += 1;
         let (status, body) = exchange(&app, &key, &query).await;
         assert_eq!(
@@ -210,7 +182,7 @@ async fn a_malformed_expired_or_other_database_invitation_is_400_invalid_or_expi
         );
     }
     app.state.clock.advance(Duration::hours(24));
-    let late_key = sign_in(&app, &sink, "bob@example.com", &[], mails).await;
+    let late_key = session_key(&app, &sink, "bob@example.com", &[], mails).await;
     let (status, body) = exchange(&app, &late_key, &format!("?invite={token}")).await;
     assert_eq!(
         (status, body["message"].as_str()),
@@ -226,21 +198,21 @@ async fn a_malformed_expired_or_other_database_invitation_is_400_invalid_or_expi
 
 #[tokio::test]
 async fn a_used_invitation_logs_in_only_its_person() {
-    let (app, sink) = app_with_mail().await;
+    let (app, sink) = app_with_mail(&[]).await;
     let owner = app.owner_token().await;
     let bob = person(&app, &owner, json!([{"type": "email", "string": "bob@example.com"}])).await;
     invite(&app, &owner, &bob).await;
     let (_, token) = mailed_invite(&sink, 1).await;
-    let key = sign_in(&app, &sink, "bob@example.com", &[], 1).await;
+    let key = session_key(&app, &sink, "bob@example.com", &[], 1).await;
     assert_eq!(exchange(&app, &key, &format!("?invite={token}")).await.0, 200);
 
-    let again = sign_in(&app, &sink, "bob@example.com", &[], 2).await;
+    let again = session_key(&app, &sink, "bob@example.com", &[], 2).await;
     let (status, body) = exchange(&app, &again, &format!("?invite={token}")).await;
     assert_eq!(
         (status, body["accounts"][0]["user"]["_id"].as_str()),
         (200, Some(bob.as_str()))
     );
-    let stranger = sign_in(&app, &sink, "carol@example.com", &[], 3).await;
+    let stranger = session_key(&app, &sink, "carol@example.com", &[], 3).await;
     let (status, body) = exchange(&app, &stranger, &format!("?invite={token}")).await;
     assert_eq!(
         (status, body["message"].as_str()),
@@ -250,7 +222,7 @@ async fn a_used_invitation_logs_in_only_its_person() {
 
 #[tokio::test]
 async fn an_invitation_to_a_login_that_is_another_person_there_answers_conflict_invite() {
-    let (app, sink) = app_with_mail().await;
+    let (app, sink) = app_with_mail(&[]).await;
     let owner = app.owner_token().await;
     let bob = person(
         &app,
@@ -261,12 +233,12 @@ async fn an_invitation_to_a_login_that_is_another_person_there_answers_conflict_
     let robert = person(&app, &owner, json!([{"type": "email", "string": "robert@example.com"}])).await;
     invite(&app, &owner, &bob).await;
     let (_, for_bob) = mailed_invite(&sink, 1).await;
-    let key = sign_in(&app, &sink, "bob@example.com", &[], 1).await;
+    let key = session_key(&app, &sink, "bob@example.com", &[], 1).await;
     assert_eq!(exchange(&app, &key, &format!("?invite={for_bob}")).await.0, 200);
     invite(&app, &owner, &robert).await;
     let (_, for_robert) = mailed_invite(&sink, 3).await;
 
-    let key = sign_in(&app, &sink, "bob@example.com", &[], 3).await;
+    let key = session_key(&app, &sink, "bob@example.com", &[], 3).await;
     let (status, body) = exchange(&app, &key, &format!("?invite={for_robert}")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["conflict"], "invite");
@@ -277,7 +249,7 @@ async fn an_invitation_to_a_login_that_is_another_person_there_answers_conflict_
 
 #[tokio::test]
 async fn only_an_owner_or_the_person_itself_may_invite_a_login_to_a_person() {
-    let (app, sink) = app_with_mail().await;
+    let (app, sink) = app_with_mail(&[]).await;
     let owner = app.owner_token().await;
     let (carol, carol_key) = app.add_person(&owner, "Carol").await;
     let bob = person(

@@ -5,39 +5,10 @@
 mod common;
 
 use chrono::Duration;
+use common::email_login::{app_with_mail, ask_for_link, client_at, session_key};
 use common::smtp::SmtpSink;
 use common::{Storage, TestApp};
 use serde_json::Value as Json;
-
-/// The app, mailing through a fresh SMTP server, with further settings.
-async fn app_with_mail(overrides: &[(&str, String)]) -> (TestApp, SmtpSink) {
-    let sink = SmtpSink::start().await;
-    let mut all = vec![("mail.smtp_url", sink.url.clone())];
-    all.extend(overrides.iter().cloned());
-    (TestApp::start_with(Storage::Local, &all).await, sink)
-}
-
-/// A client that sends from `address` and does not follow redirects.
-fn client_at(address: &str) -> reqwest::Client {
-    reqwest::Client::builder()
-        .local_address(address.parse::<std::net::IpAddr>().unwrap())
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-/// Submits the e-mail form for `email` with extra fields; answers the status.
-async fn ask_for_link(app: &TestApp, client: &reqwest::Client, email: &str, extra: &[(&str, &str)]) -> u16 {
-    let mut form = vec![("email", email)];
-    form.extend_from_slice(extra);
-    let response = client
-        .post(format!("{}/api/auth/e-mail", app.url))
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
-    response.status().as_u16()
-}
 
 /// The one link of the one mail received (asserting there is exactly one of each).
 async fn the_link(sink: &SmtpSink, mails: usize) -> String {
@@ -58,7 +29,7 @@ async fn open(client: &reqwest::Client, link: &str) -> (u16, Json, reqwest::head
 }
 
 /// Exchanges a session token at `GET /api/auth{query}` from `client`.
-async fn exchange(app: &TestApp, client: &reqwest::Client, key: &str, query: &str) -> (u16, Json) {
+async fn exchange_from(app: &TestApp, client: &reqwest::Client, key: &str, query: &str) -> (u16, Json) {
     let response = client
         .get(format!("{}/api/auth{query}", app.url))
         .bearer_auth(key)
@@ -67,16 +38,6 @@ async fn exchange(app: &TestApp, client: &reqwest::Client, key: &str, query: &st
         .unwrap();
     let status = response.status().as_u16();
     (status, response.json().await.unwrap())
-}
-
-/// Signs `email` in from 127.0.0.1 and answers the session token.
-async fn session_key(app: &TestApp, sink: &SmtpSink, email: &str, mails_before: usize) -> String {
-    let local = client_at("127.0.0.1");
-    assert_eq!(ask_for_link(app, &local, email, &[]).await, 200);
-    let link = the_link(sink, mails_before + 1).await;
-    let (status, body, _) = open(&local, &link).await;
-    assert_eq!(status, 200, "{body}");
-    body["key"].as_str().unwrap().to_owned()
 }
 
 #[tokio::test]
@@ -140,12 +101,12 @@ async fn an_e_mail_link_signs_in_once_from_the_same_address_and_a_new_login_has_
         "{again}"
     );
 
-    let (status, token) = exchange(&app, &local, &key, "").await;
+    let (status, token) = exchange_from(&app, &local, &key, "").await;
     assert_eq!(status, 200, "{token}");
     assert_eq!(token["accounts"], serde_json::json!([]));
     assert!(token["token"].as_str().is_some_and(|t| !t.is_empty()));
     // the session token works once
-    let (status, refused) = exchange(&app, &local, &key, "").await;
+    let (status, refused) = exchange_from(&app, &local, &key, "").await;
     assert_eq!((status, refused["message"].as_str()), (401, Some("Invalid token")));
     // and is never an access token
     let (status, _) = app.get("/api/demo/entity", &key).await;
@@ -155,22 +116,22 @@ async fn an_e_mail_link_signs_in_once_from_the_same_address_and_a_new_login_has_
 #[tokio::test]
 async fn a_session_token_is_refused_from_another_address_and_after_five_minutes() {
     let (app, sink) = app_with_mail(&[]).await;
-    let key = session_key(&app, &sink, "ann@example.com", 0).await;
-    let (status, body) = exchange(&app, &client_at("127.0.0.2"), &key, "").await;
+    let key = session_key(&app, &sink, "ann@example.com", &[], 0).await;
+    let (status, body) = exchange_from(&app, &client_at("127.0.0.2"), &key, "").await;
     assert_eq!((status, body["message"].as_str()), (401, Some("Invalid token")));
     // a use from elsewhere does not use it up
-    assert_eq!(exchange(&app, &client_at("127.0.0.1"), &key, "").await.0, 200);
+    assert_eq!(exchange_from(&app, &client_at("127.0.0.1"), &key, "").await.0, 200);
 
-    let late = session_key(&app, &sink, "ann@example.com", 1).await;
+    let late = session_key(&app, &sink, "ann@example.com", &[], 1).await;
     app.state.clock.advance(Duration::seconds(5 * 60));
-    let (status, body) = exchange(&app, &client_at("127.0.0.1"), &late, "").await;
+    let (status, body) = exchange_from(&app, &client_at("127.0.0.1"), &late, "").await;
     assert_eq!((status, body["message"].as_str()), (401, Some("Invalid token")));
 }
 
 #[tokio::test]
 async fn a_session_token_cannot_be_used_twice_even_across_two_processes() {
     let (app, sink) = app_with_mail(&[]).await;
-    let key = session_key(&app, &sink, "ann@example.com", 0).await;
+    let key = session_key(&app, &sink, "ann@example.com", &[], 0).await;
     let data = common::tempdir::Dir::new();
     let (mut other, other_url) = common::processes::serve(&app.database_url, &data.0).await;
     let local = client_at("127.0.0.1");
@@ -181,7 +142,7 @@ async fn a_session_token_cannot_be_used_twice_even_across_two_processes() {
         .await
         .unwrap();
     assert_eq!(at_other.status(), 200);
-    let (status, body) = exchange(&app, &local, &key, "").await;
+    let (status, body) = exchange_from(&app, &local, &key, "").await;
     assert_eq!((status, body["message"].as_str()), (401, Some("Invalid token")));
     other.kill().await.unwrap();
 }
@@ -200,7 +161,7 @@ async fn with_next_the_link_redirects_to_next_with_the_session_token_appended() 
     assert_eq!(status, 302);
     let location = headers["location"].to_str().unwrap();
     let key = location.strip_prefix(next).expect("the token is appended to next");
-    assert_eq!(exchange(&app, &local, key, "").await.0, 200);
+    assert_eq!(exchange_from(&app, &local, key, "").await.0, 200);
 }
 
 #[tokio::test]

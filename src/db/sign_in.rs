@@ -129,3 +129,30 @@ pub fn login_value(db: &str, entity_id: &str, login: &Login, now: DateTime<Utc>)
         ..ValueRecord::default()
     }
 }
+
+/// Where database `db` creates the persons of new logins: the live entity
+/// its `database` entity's `add_user` value references, with the id of the
+/// `person` type, if both exist.
+pub async fn add_user_target(conn: &mut AsyncPgConnection, db: &str) -> QueryResult<Option<(String, String)>> {
+    #[derive(QueryableByName)]
+    struct Target {
+        #[diesel(sql_type = Text)]
+        parent: String,
+        #[diesel(sql_type = Text)]
+        person_type: String,
+    }
+    let target: Option<Target> = diesel::sql_query(
+        "SELECT v.reference AS parent, pt.id AS person_type FROM property_values v \
+         JOIN entities d ON d.db = v.db AND d.id = v.entity_id AND d.deleted_at IS NULL \
+         JOIN entities dt ON dt.db = d.db AND dt.id = d.type_id AND dt.name = 'database' \
+         JOIN entities p ON p.db = v.db AND p.id = v.reference AND p.deleted_at IS NULL \
+         JOIN entities pt ON pt.db = v.db AND pt.type_id = dt.type_id AND pt.name = 'person' AND pt.deleted_at IS NULL \
+         WHERE v.db = $1 AND v.prop = 'add_user' AND v.deleted_at IS NULL \
+         ORDER BY v.created_at LIMIT 1",
+    )
+    .bind::<Text, _>(db)
+    .get_result(conn)
+    .await
+    .optional()?;
+    Ok(target.map(|target| (target.parent, target.person_type)))
+}

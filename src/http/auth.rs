@@ -18,7 +18,7 @@ use crate::db::{Pool, values};
 use crate::error::{ApiError, ErrorBody};
 use crate::metrics;
 use crate::model::json::format_datetime;
-use crate::sign_in::accounts::{accounts_of, api_key_login, api_key_of};
+use crate::sign_in::accounts::{accounts_of, add_user, api_key_login, api_key_of};
 use crate::sign_in::invite::{self, Accepted};
 
 #[derive(Debug, Deserialize)]
@@ -165,6 +165,12 @@ pub async fn authenticate(
         }
     } else if let Some(wanted) = wanted {
         accounts.retain(|db, _| db == wanted);
+        if accounts.is_empty()
+            && state.known_database(wanted).await?
+            && let Some(person) = add_user(&mut conn, &state.writers, wanted, &login).await?
+        {
+            accounts.insert(wanted.to_owned(), person);
+        }
         if accounts.is_empty() {
             return Err(refused(LOGIN, NO_ACCOUNTS, "No accessible accounts"));
         }

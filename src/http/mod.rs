@@ -7,6 +7,7 @@ pub mod health;
 pub mod list;
 pub mod metrics;
 pub mod middleware;
+pub mod new_db;
 pub mod openapi;
 pub mod property;
 pub mod sign_in;
@@ -53,6 +54,8 @@ pub struct AppState {
     pub(crate) known_databases: DashSet<String>,
     /// Sign-in flows: their state, mail, links.
     pub sign_in: crate::sign_in::SignIn,
+    /// Databases one login may create a day (`limits.new_databases_per_day`).
+    pub new_databases_per_day: u32,
 }
 
 impl AppState {
@@ -74,16 +77,24 @@ impl AppState {
 
     /// 404 unless database `db` exists.
     pub async fn require_database(&self, db: &str) -> Result<(), ApiError> {
-        if self.known_databases.contains(db) {
-            return Ok(());
-        }
-        let mut conn = self.pool.get().await?;
-        if databases::exists(&mut conn, db).await? {
-            self.known_databases.insert(db.to_owned());
+        if self.known_database(db).await? {
             Ok(())
         } else {
             Err(ApiError::not_found("Database not found"))
         }
+    }
+
+    /// Whether database `db` exists.
+    pub async fn known_database(&self, db: &str) -> Result<bool, ApiError> {
+        if self.known_databases.contains(db) {
+            return Ok(true);
+        }
+        let mut conn = self.pool.get().await?;
+        let exists = databases::exists(&mut conn, db).await?;
+        if exists {
+            self.known_databases.insert(db.to_owned());
+        }
+        Ok(exists)
     }
 }
 
@@ -215,6 +226,9 @@ pub fn endpoints() -> Vec<Endpoint> {
         at(M::GET, "/api/auth/refresh", auth::refresh),
         at(M::GET, "/api/auth/{provider}", sign_in::start),
         at(M::POST, "/api/auth/{provider}", sign_in::send_link),
+        // Before `/api/{db}/...`: `new` is a reserved database name.
+        at(M::GET, "/api/new/{db}", new_db::available),
+        at(M::POST, "/api/new", new_db::create),
         at(M::GET, "/api/{db}", usage::read),
         at(M::GET, "/api/{db}/entity", list::list),
         at(M::POST, "/api/{db}/entity", entity::create),

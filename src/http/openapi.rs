@@ -15,7 +15,7 @@ use super::views::entities::Entity;
 use super::views::responses::error_response;
 use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
 use super::views::writes::{Counter, NewValue};
-use super::{auth, entity, files, health, list, metrics, property, sign_in, usage};
+use super::{auth, entity, files, health, list, metrics, new_db, property, sign_in, usage};
 use crate::error::{ApiError, ErrorBody};
 
 #[derive(OpenApi)]
@@ -34,6 +34,8 @@ use crate::error::{ApiError, ErrorBody};
         auth::refresh,
         sign_in::start,
         sign_in::send_link,
+        new_db::available,
+        new_db::create,
         usage::read,
         list::list,
         metrics::read,
@@ -68,6 +70,7 @@ use crate::error::{ApiError, ErrorBody};
         (name = "properties", description = "Single property values"),
         (name = "files", description = "Thumbnails and the local storage backend's signed URLs"),
         (name = "usage", description = "Database usage"),
+        (name = "databases", description = "New databases"),
     )
 )]
 struct ApiDoc;

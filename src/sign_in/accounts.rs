@@ -4,9 +4,12 @@ use std::collections::BTreeMap;
 
 use diesel_async::AsyncPgConnection;
 
-use crate::auth::login::identity_of;
+use crate::actors::db_writer::Writers;
+use crate::auth::login::{Login, identity_of};
 use crate::db::{sign_in, values};
 use crate::error::ApiError;
+use crate::model::ids::new_id;
+use crate::write::{WriteOp, WriteRequest};
 
 /// The login an API key stands for, as the token's `sub` names it.
 pub fn api_key_login(db: &str, value_id: &str) -> String {
@@ -34,4 +37,30 @@ pub async fn accounts_of(conn: &mut AsyncPgConnection, sub: &str) -> Result<BTre
         accounts.extend(sign_in::persons_of_login(conn, identity).await?);
     }
     Ok(accounts)
+}
+
+/// A person for `login` in `db`, which it is not yet in, when the database
+/// names where new persons go (its `add_user`): created and answered, or
+/// `None` when the database names no such place.
+pub async fn add_user(
+    conn: &mut AsyncPgConnection,
+    writers: &Writers,
+    db: &str,
+    login: &Login,
+) -> Result<Option<String>, ApiError> {
+    let Some((parent, person_type)) = sign_in::add_user_target(conn, db).await? else {
+        return Ok(None);
+    };
+    let person = new_id();
+    let request = WriteRequest {
+        db: db.to_owned(),
+        actor: person.clone(),
+        op: WriteOp::AddUser {
+            parent,
+            person_type,
+            login: login.clone(),
+        },
+    };
+    writers.write(request, Vec::new()).await?;
+    Ok(Some(person))
 }

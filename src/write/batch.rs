@@ -70,7 +70,9 @@ async fn apply_one(
     keys: Vec<GeneratedKey>,
 ) -> Result<WriteOutcome, ApiError> {
     let (db, actor) = (request.db.as_str(), request.actor.as_str());
-    if !cache.persons.contains(actor) {
+    // a new login's person is the actor of its own creation
+    let creates_actor = matches!(request.op, WriteOp::AddUser { .. });
+    if !creates_actor && !cache.persons.contains(actor) {
         access::require_person(conn, db, actor).await?;
         cache.persons.insert(actor.to_owned());
     }
@@ -95,5 +97,16 @@ async fn apply_one(
             invitation,
             login,
         } => login::link_login(conn, cache, db, now, &entity_id, &invitation, login).await,
+        WriteOp::AddUser {
+            parent,
+            person_type,
+            login,
+        } => {
+            let placement = login::Placement {
+                parent: &parent,
+                person_type: &person_type,
+            };
+            login::add_user(conn, cache, db, now, actor, placement, &login).await
+        }
     }
 }

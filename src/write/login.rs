@@ -1,6 +1,7 @@
-//! `LinkLogin`: an invitation accepted. The service, not the caller, writes
-//! the login method: the pending invitation is used up (soft-deleted) and a
-//! `service_user` value holding the login takes its place.
+//! Login methods, written by the service, never by a caller:
+//! - `LinkLogin`: an invitation accepted: the pending invitation is used up
+//!   (soft-deleted) and a `service_user` value holding the login takes its place;
+//! - `AddUser`: a new login's person, created where its database says.
 
 use chrono::{DateTime, Utc};
 use diesel_async::AsyncPgConnection;
@@ -8,10 +9,13 @@ use diesel_async::AsyncPgConnection;
 use super::batch::TransactionCache;
 use super::{WriteOutcome, WrittenValue};
 use crate::auth::login::Login;
+use crate::db::projection::{self, NewEntity};
+use crate::db::sign_in;
 use crate::db::values::{self, ValueRecord};
-use crate::db::{projection, sign_in};
 use crate::error::{ApiError, ErrorCode};
 use crate::model::LOGIN_PROPERTY;
+use crate::model::ids::new_id;
+use crate::model::stored::ValueRow;
 
 /// The answer to an invitation that is not (or no longer) pending.
 pub fn invalid_invite() -> ApiError {
@@ -48,6 +52,72 @@ pub(super) async fn link_login(
     projection::project(conn, &mut cache.types, db, entity_id).await?;
     Ok(WriteOutcome::Written {
         entity_id: entity_id.to_owned(),
+        values: WrittenValue::all(&rows, Default::default()),
+    })
+}
+
+/// Where a new login's person goes: under `parent` (its database's
+/// `add_user` entity), of type `person_type`.
+pub(super) struct Placement<'a> {
+    pub parent: &'a str,
+    pub person_type: &'a str,
+}
+
+/// Creates person `person_id` for `login` where `placement` says, inheriting
+/// its parent's rights, `_editor` of itself, with the provider's name and
+/// e-mail and the login.
+pub(super) async fn add_user(
+    conn: &mut AsyncPgConnection,
+    cache: &mut TransactionCache,
+    db: &str,
+    now: DateTime<Utc>,
+    person_id: &str,
+    placement: Placement<'_>,
+    login: &Login,
+) -> Result<WriteOutcome, ApiError> {
+    let row = |prop: &str| ValueRecord {
+        db: db.to_owned(),
+        id: new_id(),
+        entity_id: person_id.to_owned(),
+        prop: prop.to_owned(),
+        created_at: now,
+        created_by: Some(person_id.to_owned()),
+        ..ValueRecord::default()
+    };
+    let reference = |prop: &str, target: &str| ValueRecord {
+        reference: Some(target.to_owned()),
+        ..row(prop)
+    };
+    let text = |prop: &str, text: &str| ValueRecord {
+        string: Some(text.to_owned()),
+        ..row(prop)
+    };
+    let mut rows = vec![
+        reference("_type", placement.person_type),
+        reference("_parent", placement.parent),
+        ValueRecord {
+            boolean: Some(true),
+            ..row("_inheritrights")
+        },
+        reference("_editor", person_id),
+        ValueRecord {
+            datetime: Some(now),
+            ..reference("_created", person_id)
+        },
+        sign_in::login_value(db, person_id, login, now),
+    ];
+    rows.extend(login.name.as_deref().map(|name| text("name", name)));
+    rows.extend(login.email.as_deref().map(|email| text("email", email)));
+    let entity = NewEntity {
+        id: person_id.to_owned(),
+        created_at: now,
+        created_by: person_id.to_owned(),
+        rows: rows.iter().map(ValueRow::from).collect(),
+    };
+    projection::project_new(conn, &mut cache.types, db, entity).await?;
+    values::insert_values(conn, &rows).await?;
+    Ok(WriteOutcome::Written {
+        entity_id: person_id.to_owned(),
         values: WrittenValue::all(&rows, Default::default()),
     })
 }

@@ -69,6 +69,14 @@ pub enum WriteOp {
         invitation: String,
         login: Option<crate::auth::login::Login>,
     },
+    /// Creates the request's actor, a person of type `person_type` holding
+    /// `login`, under `parent` (the database's `add_user` entity). Only the
+    /// service sends it, for a login's first sign-in to the database.
+    AddUser {
+        parent: String,
+        person_type: String,
+        login: crate::auth::login::Login,
+    },
 }
 
 #[derive(Debug, Clone)]
