@@ -21,6 +21,7 @@ lint: deps
 	$(CARGO) clippy --all-targets -- -D warnings
 
 test: lint
+	@scripts/fetch-node-tools.sh
 	$(CARGO) test --lib --bins --tests; status=$$?; scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"; exit $$status
 
 # One benchmark, with the tools it drives: `make bench BENCH=query` (or peer, reproject,

@@ -23,6 +23,7 @@ use crate::mail::Mailer;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::sign_in::SignIn;
+use crate::sign_in::oidc::OidcProviders;
 use crate::storage::files::FileService;
 
 /// Name of the database eds keeps in its private cluster.
@@ -113,6 +114,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
     let sign_in = SignIn {
         sessions: SessionStore::new(pool.clone()),
         mailer: Mailer::from_settings(&settings.mail)?,
+        oidc: OidcProviders::from_settings(&settings.auth)?,
         public_url: settings.http.public_url.trim_end_matches('/').to_owned(),
     };
     Ok(web::Data::new(AppState {

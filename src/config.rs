@@ -53,6 +53,39 @@ pub struct AuthSettings {
     pub previous_jwt_secrets: Vec<String>,
     pub untyped_tokens_until: chrono::NaiveDate,
     pub revocation_check_seconds: u64,
+    pub google: OidcClientSettings,
+    pub apple: AppleSettings,
+    pub eid: EidSettings,
+}
+
+/// An OpenID Connect provider this service signs people in with; without a
+/// `client_id` it is not offered.
+#[derive(Clone, Deserialize)]
+pub struct OidcClientSettings {
+    pub issuer: String,
+    pub client_id: String,
+    pub client_secret: String,
+}
+
+/// Sign in with Apple: its client secret is a JWT signed (ES256) with the
+/// team's key, made fresh for each use.
+#[derive(Clone, Deserialize)]
+pub struct AppleSettings {
+    pub issuer: String,
+    pub client_id: String,
+    pub team_id: String,
+    pub key_id: String,
+    pub private_key: String,
+}
+
+/// An OpenID Connect eID broker, for `smart-id`, `mobile-id` and `id-card`.
+#[derive(Clone, Deserialize)]
+pub struct EidSettings {
+    pub issuer: String,
+    pub client_id: String,
+    pub client_secret: String,
+    /// The broker's authorization URL for one method (`{provider}` replaced); empty: the issuer's.
+    pub authorize_url: String,
 }
 
 /// Secrets stay out of debug output (and so out of logs).

@@ -13,6 +13,7 @@ use crate::auth::login::{EMAIL_PROVIDER, Login, PROVIDERS};
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::mail;
 use crate::sign_in::email::LinkAsked;
+use crate::sign_in::oidc::Returned;
 use crate::sign_in::{Lang, check_next};
 
 #[derive(Debug, Deserialize)]
@@ -23,16 +24,27 @@ pub struct SignInQuery {
     token: Option<String>,
     /// An invitation to accept once signed in.
     invite: Option<String>,
+    /// An OpenID Connect provider's answer: `code` and `state`, or `error`.
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
 }
 
-/// The e-mail provider's form, submitted.
+/// A form POSTed to a provider: the e-mail provider's form, or an OpenID
+/// Connect provider's answer sent as a form (Apple's `form_post`).
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct EmailForm {
-    /// Where to mail the sign-in link.
-    email: String,
+pub struct SignInForm {
+    /// The e-mail provider: where to mail the sign-in link.
+    email: Option<String>,
     next: Option<String>,
     lang: Option<String>,
     invite: Option<String>,
+    /// An OpenID Connect provider's answer.
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+    /// Apple's profile of a first sign-in (JSON).
+    user: Option<String>,
 }
 
 /// The session token, when no `next` was given.
@@ -43,8 +55,8 @@ pub struct TemporaryKey {
 }
 
 /// 404 for an unknown provider; 503 for one this server is not configured for.
-fn provider_checked(provider: &str) -> Result<(), ApiError> {
-    if provider == EMAIL_PROVIDER {
+fn provider_checked(state: &AppState, provider: &str) -> Result<(), ApiError> {
+    if provider == EMAIL_PROVIDER || state.sign_in.oidc.is_configured(provider) {
         return Ok(());
     }
     if PROVIDERS.contains(&provider) {
@@ -58,21 +70,24 @@ fn provider_checked(provider: &str) -> Result<(), ApiError> {
 
 #[utoipa::path(
     get, path = "/api/auth/{provider}", operation_id = "sign_in", tag = "auth", summary = "Sign in with a provider",
-    description = "Browser sign-in. `e-mail`: without `token`, an HTML form asking for the address; the mailed link (the same path with `token`) completes the sign-in from the address that asked, once, within 15 minutes. Completed: without `next`, JSON `{key}`; with `next`, a redirect to `next` with the session token appended. The session token lives 5 minutes, is single use and bound to the browser's address; exchange it at `GET /api/auth`.",
+    description = "Browser sign-in. `e-mail`: without `token`, an HTML form asking for the address; the mailed link (the same path with `token`) completes the sign-in from the address that asked, once, within 15 minutes. `google`, `apple`, `smart-id`, `mobile-id`, `id-card` (OpenID Connect, when configured): a redirect to the provider, which sends the browser back here with `code` and `state` (Apple POSTs them) within 10 minutes. Completed: without `next`, JSON `{key}`; with `next`, a redirect to `next` with the session token appended. The session token lives 5 minutes, is single use and bound to the browser's address; exchange it at `GET /api/auth`.",
     params(
         ("provider" = String, Path, description = "`passkey`, `apple`, `google`, `e-mail`, `smart-id`, `mobile-id` or `id-card`", example = "e-mail"),
         ("next" = Option<String>, Query, description = "An https URL to send the browser to, with the session token appended", example = "https://app.example.com/signed-in?key="),
         ("lang" = Option<String>, Query, description = "`en` (default) or `et`: the page's language"),
         ("token" = Option<String>, Query, description = "A mailed sign-in link's token"),
         ("invite" = Option<String>, Query, description = "An invitation token, accepted once signed in"),
+        ("code" = Option<String>, Query, description = "An OpenID Connect provider's answer: the authorization code"),
+        ("state" = Option<String>, Query, description = "An OpenID Connect provider's answer: the request it answers"),
+        ("error" = Option<String>, Query, description = "An OpenID Connect provider's answer: why it refused"),
     ),
     responses(
         (status = 200, description = "The provider's page (HTML), or the session token when no `next` was given", body = TemporaryKey, example = json!({"key": "eyJhbGciOiJIUzI1NiJ9.eyJ1c2UiOiJzZXNzaW9uIn0.c2ln"})),
-        (status = 302, description = "Signed in: to `next` with the session token appended"),
-        (status = 400, description = "`next` is not an https URL, or the link is unknown, used, expired or opened from another address", body = ErrorBody),
+        (status = 302, description = "To the provider; or, signed in, to `next` with the session token appended"),
+        (status = 400, description = "`next` is not an https URL; or the link or provider answer is unknown, used, expired, from another address, or refused (`invalid_sign_in`)", body = ErrorBody),
         (status = 404, description = "Unknown provider", body = ErrorBody),
         (status = 429, description = "Too many sign-ins from this address", body = ErrorBody),
-        (status = 503, description = "The provider is not configured on this server", body = ErrorBody),
+        (status = 503, description = "The provider is not configured on this server, or cannot be reached", body = ErrorBody),
     )
 )]
 pub async fn start(
@@ -81,15 +96,36 @@ pub async fn start(
     provider: web::Path<String>,
     query: web::Query<SignInQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    provider_checked(&provider)?;
+    provider_checked(&state, &provider)?;
     let query = query.into_inner();
     let next = query.next.as_deref().map(check_next).transpose()?;
+    let ip = client_ip(&req, &state.trusted_proxies);
+    let now = state.clock.now();
+    if provider.as_str() != EMAIL_PROVIDER {
+        if query.code.is_none() && query.state.is_none() && query.error.is_none() {
+            let url = state
+                .sign_in
+                .start_oidc(&provider, next.map(str::to_owned), query.invite, &ip, now)
+                .await?;
+            return Ok(HttpResponse::Found()
+                .insert_header(("Location", url))
+                .insert_header(("Cache-Control", "no-store"))
+                .finish());
+        }
+        let returned = Returned {
+            code: query.code.as_deref(),
+            state: query.state.as_deref(),
+            error: query.error.as_deref(),
+            apple_user: None,
+        };
+        let done = state.sign_in.finish_oidc(&provider, returned, &ip, now).await?;
+        return signed_in(&state, &done.login, done.invite.as_deref(), &ip, done.next.as_deref()).await;
+    }
     let Some(token) = &query.token else {
         let lang = Lang::from_query(query.lang.as_deref());
         return Ok(pages::email_form(lang, next, query.invite.as_deref()));
     };
-    let ip = client_ip(&req, &state.trusted_proxies);
-    let opened = state.sign_in.open_link(token, &ip, state.clock.now()).await?;
+    let opened = state.sign_in.open_link(token, &ip, now).await?;
     signed_in(
         &state,
         &opened.login,
@@ -101,12 +137,13 @@ pub async fn start(
 }
 
 #[utoipa::path(
-    post, path = "/api/auth/{provider}", operation_id = "send_sign_in_link", tag = "auth", summary = "Mail a sign-in link",
-    description = "The e-mail provider's form (`application/x-www-form-urlencoded`): mails one link to `email`, which signs in once, within 15 minutes, from this address. Mails are limited per recipient and per client address (`limits.mails_per_hour_*`).",
-    params(("provider" = String, Path, description = "`e-mail`", example = "e-mail")),
-    request_body(content = EmailForm, content_type = "application/x-www-form-urlencoded"),
+    post, path = "/api/auth/{provider}", operation_id = "sign_in_form", tag = "auth", summary = "Mail a sign-in link, or take a provider's form answer",
+    description = "`e-mail`: the form (`application/x-www-form-urlencoded`) mails one link to `email`, which signs in once, within 15 minutes, from this address; mails are limited per recipient and per client address (`limits.mails_per_hour_*`). `apple` (and any OpenID Connect provider answering by `form_post`): `code`, `state` or `error`, completing the sign-in as the GET does.",
+    params(("provider" = String, Path, description = "`e-mail`, or an OpenID Connect provider answering by form", example = "e-mail")),
+    request_body(content = SignInForm, content_type = "application/x-www-form-urlencoded"),
     responses(
-        (status = 200, description = "An HTML page: the link is mailed"),
+        (status = 200, description = "An HTML page: the link is mailed; or, signed in without `next`, JSON `{key}`"),
+        (status = 302, description = "Signed in: to `next` with the session token appended"),
         (status = 400, description = "Not an e-mail address, or `next` is not an https URL", body = ErrorBody),
         (status = 404, description = "Unknown provider", body = ErrorBody),
         (status = 429, description = "Too many mails to this recipient or from this address", body = ErrorBody),
@@ -118,13 +155,26 @@ pub async fn send_link(
     limits: web::Data<RateLimits>,
     req: HttpRequest,
     provider: web::Path<String>,
-    form: web::Form<EmailForm>,
+    form: web::Form<SignInForm>,
 ) -> Result<HttpResponse, ApiError> {
-    provider_checked(&provider)?;
+    provider_checked(&state, &provider)?;
     let form = form.into_inner();
-    let next = form.next.as_deref().map(check_next).transpose()?.map(str::to_owned);
-    let email = mail::address(&form.email)?;
     let ip = client_ip(&req, &state.trusted_proxies);
+    if provider.as_str() != EMAIL_PROVIDER {
+        let returned = Returned {
+            code: form.code.as_deref(),
+            state: form.state.as_deref(),
+            error: form.error.as_deref(),
+            apple_user: form.user.as_deref(),
+        };
+        let done = state
+            .sign_in
+            .finish_oidc(&provider, returned, &ip, state.clock.now())
+            .await?;
+        return signed_in(&state, &done.login, done.invite.as_deref(), &ip, done.next.as_deref()).await;
+    }
+    let next = form.next.as_deref().map(check_next).transpose()?.map(str::to_owned);
+    let email = mail::address(form.email.as_deref().unwrap_or_default())?;
     if let Some(too_many) = limits.refuse_mail(email.as_ref(), &ip) {
         return Ok(too_many);
     }

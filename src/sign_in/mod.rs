@@ -4,11 +4,13 @@
 //! - `mod.rs`: session tokens, the end of every provider's flow;
 //! - `email.rs`: the e-mail provider's single-use links;
 //! - `accounts.rs`: the databases and persons a login reaches;
-//! - `invite.rs`: invitations, mailed and accepted.
+//! - `invite.rs`: invitations, mailed and accepted;
+//! - `oidc.rs`: OpenID Connect providers (Google, Apple, eID brokers).
 
 pub mod accounts;
 pub mod email;
 pub mod invite;
+pub mod oidc;
 
 use chrono::{DateTime, Utc};
 use rand::RngCore;
@@ -30,6 +32,7 @@ const SESSION: &str = "session";
 pub struct SignIn {
     pub sessions: SessionStore,
     pub mailer: Mailer,
+    pub oidc: oidc::OidcProviders,
     /// `http.public_url`, without a trailing slash.
     pub public_url: String,
 }

@@ -12,6 +12,7 @@ use eds::db::{self, Pool, local_cluster::LocalCluster};
 use serde_json::{Value as Json, json};
 
 pub mod email_login;
+pub mod oidc;
 pub mod processes;
 pub mod smtp;
 
@@ -132,9 +133,14 @@ impl TestApp {
 
     /// An app on the given storage, with further settings overrides.
     pub async fn start_with(storage: Storage, overrides: &[(&str, String)]) -> TestApp {
+        TestApp::start_on(TcpListener::bind("127.0.0.1:0").unwrap(), storage, overrides).await
+    }
+
+    /// As [`TestApp::start_with`], serving on `listener` (whose address a
+    /// test may have to give another server first).
+    pub async fn start_on(listener: TcpListener, storage: Storage, overrides: &[(&str, String)]) -> TestApp {
         let database_url = fresh_database();
         let data_dir = tempdir::Dir::new();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let mut all = vec![("http.public_url", url.clone())];
         let (objects_dir, bucket) = match storage {
