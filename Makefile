@@ -20,9 +20,10 @@ lint: deps
 	$(CARGO) fmt --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
+# The throwaway cluster is removed afterwards: every checkout makes its own, and they add up.
 test: lint
 	@scripts/fetch-node-tools.sh
-	$(CARGO) test --lib --bins --tests; status=$$?; scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"; exit $$status
+	$(CARGO) test --lib --bins --tests; status=$$?; $(MAKE) --no-print-directory clean-test-cluster; exit $$status
 
 # One benchmark, with the tools it drives: `make bench BENCH=query` (or peer, reproject,
 # rights, thumbnails, counters); figures and options in the README.

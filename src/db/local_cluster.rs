@@ -217,7 +217,8 @@ impl LocalCluster {
         );
         if fast_unsafe {
             // Throwaway test clusters: durability buys nothing there.
-            settings.push_str("fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n");
+            // A test database is cloned through the WAL: cap it, or hundreds of clones keep gigabytes.
+            settings.push_str("fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nmax_wal_size = 256MB\n");
         }
         append(&self.data_dir.join("postgresql.conf"), &settings)?;
         write_private(&self.data_dir.join(PASSWORD_FILE), &password)?;

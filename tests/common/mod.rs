@@ -43,6 +43,7 @@ fn cluster() -> &'static LocalCluster {
         let cluster = LocalCluster::new(&dir).expect("PostgreSQL server binaries");
         cluster.ensure_running(true).expect("start the test cluster");
         let admin = cluster.url("postgres").unwrap();
+        drop_databases_of_ended_processes(&admin);
         db::create_database_if_missing(&admin, TEMPLATE, None).expect("create the template");
         db::migrate(&cluster.url(TEMPLATE).unwrap()).expect("migrate the template");
         lock.unlock().expect("unlock the test cluster");
@@ -50,10 +51,50 @@ fn cluster() -> &'static LocalCluster {
     })
 }
 
+/// Test databases are named `t_<pid>_<id>` after the test process that made them.
+const TEST_DATABASE_PREFIX: &str = "t_";
+
+/// Drops the test databases of test processes that have ended: each holds
+/// about 8 MB, and a full run makes hundreds, so the shared cluster keeps
+/// only those of the processes still running.
+fn drop_databases_of_ended_processes(admin_url: &str) {
+    use diesel::{Connection, PgConnection, RunQueryDsl, sql_types::Text};
+    #[derive(diesel::QueryableByName)]
+    struct Database {
+        #[diesel(sql_type = Text)]
+        datname: String,
+    }
+    if !std::path::Path::new("/proc/self").exists() {
+        return; // no way to tell a live process here: keep everything
+    }
+    let mut conn = PgConnection::establish(admin_url).expect("connect to the test cluster");
+    let databases = diesel::sql_query("SELECT datname FROM pg_database WHERE starts_with(datname, $1)")
+        .bind::<Text, _>(TEST_DATABASE_PREFIX)
+        .load::<Database>(&mut conn)
+        .expect("list the test databases");
+    for Database { datname } in databases {
+        let owner = datname[TEST_DATABASE_PREFIX.len()..]
+            .split('_')
+            .next()
+            .and_then(|pid| pid.parse::<u32>().ok());
+        if owner.is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists()) {
+            continue;
+        }
+        // The names are ours (letters, digits, `_`); quoted all the same.
+        diesel::sql_query(format!("DROP DATABASE IF EXISTS \"{datname}\" WITH (FORCE)"))
+            .execute(&mut conn)
+            .expect("drop a test database of an ended process");
+    }
+}
+
 /// A fresh, migrated, empty PostgreSQL database; returns its URL.
 pub fn fresh_database() -> String {
     let cluster = cluster();
-    let name = format!("t_{}", eds::model::ids::new_id());
+    let name = format!(
+        "{TEST_DATABASE_PREFIX}{}_{}",
+        std::process::id(),
+        eds::model::ids::new_id()
+    );
     // Cloning a template needs it idle: take the same lock as migration.
     let lock = std::fs::File::create(cluster_dir().with_extension("lock")).unwrap();
     lock.lock().unwrap();
