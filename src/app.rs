@@ -24,6 +24,7 @@ use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::sign_in::SignIn;
 use crate::sign_in::oidc::OidcProviders;
+use crate::sign_in::passkey::Passkeys;
 use crate::storage::files::FileService;
 
 /// Name of the database eds keeps in its private cluster.
@@ -115,6 +116,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         sessions: SessionStore::new(pool.clone()),
         mailer: Mailer::from_settings(&settings.mail)?,
         oidc: OidcProviders::from_settings(&settings.auth)?,
+        passkeys: Passkeys::from_settings(&settings.auth.webauthn, &settings.http.public_url),
         public_url: settings.http.public_url.trim_end_matches('/').to_owned(),
     };
     Ok(web::Data::new(AppState {

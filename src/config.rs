@@ -56,6 +56,15 @@ pub struct AuthSettings {
     pub google: OidcClientSettings,
     pub apple: AppleSettings,
     pub eid: EidSettings,
+    pub webauthn: WebauthnSettings,
+}
+
+/// The passkeys' relying party.
+#[derive(Clone, Deserialize)]
+pub struct WebauthnSettings {
+    pub rp_id: String,
+    /// Empty: `http.public_url`.
+    pub origin: String,
 }
 
 /// An OpenID Connect provider this service signs people in with; without a

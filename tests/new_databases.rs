@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::email_login::{access_token, app_with_mail, exchange, session_key};
+use common::email_login::{access_token, app_with_mail, exchange, invite_bob, session_key};
 use common::processes;
 use serde_json::{Value as Json, json};
 
@@ -211,27 +211,7 @@ async fn user_name_is_the_persons_name_in_the_first_database_by_name_that_has_on
         app.post("/api/new", &token, json!({"database": "aaa_first"})).await.0,
         201
     );
-    let person_type = app.find(&owner, "entity", "person").await;
-    let bob = app
-        .create(
-            &owner,
-            &person_type,
-            json!([{"type": "name", "string": "Bob"}, {"type": "email", "string": "bob@example.com"}]),
-        )
-        .await;
-    let (status, _) = app
-        .post(
-            &format!("/api/demo/entity/{bob}"),
-            &owner,
-            json!({"type": "service_user", "string": "bob"}),
-        )
-        .await;
-    assert_eq!(status, 200);
-    let invite = sink.wait_for(2).await.last().unwrap().links()[0]
-        .split_once("invite=")
-        .unwrap()
-        .1
-        .to_owned();
+    let (_, invite) = invite_bob(&app, &sink, &owner, 1).await;
     let key = session_key(&app, &sink, "bob@example.com", &[], 2).await;
     assert_eq!(exchange(&app, &key, &format!("?invite={invite}")).await.0, 200);
 

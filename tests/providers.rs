@@ -208,3 +208,66 @@ async fn an_unknown_state_or_the_providers_refusal_signs_in_nobody() {
     let body: Json = refused.json().await.unwrap();
     assert!(body["message"].as_str().unwrap().contains("access_denied"), "{body}");
 }
+
+/// The providers the chooser at `url` links to, in order.
+async fn chooser_links(url: &str) -> (String, Vec<String>) {
+    let response = reqwest::get(url).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let policy = response.headers()["content-security-policy"].to_str().unwrap();
+    assert!(
+        policy.contains("frame-ancestors 'none'") && !policy.contains("script-src"),
+        "{policy}"
+    );
+    let html = response.text().await.unwrap();
+    let links = html
+        .split("<a href=\"")
+        .skip(1)
+        .map(|link| link.split('"').next().unwrap().to_owned())
+        .collect();
+    (html, links)
+}
+
+#[tokio::test]
+async fn the_chooser_links_every_offered_method_in_english_and_estonian_carrying_next_and_invite() {
+    let passkeys = [("auth.webauthn.origin", "http://localhost:8080".to_owned())];
+    let (app, _idp) = app_with_provider(&passkeys).await;
+    let query = "next=https%3A%2F%2Fapp.example%2Fdone%3Fkey%3D&invite=abc";
+    for (lang, title, passkey) in [
+        ("en", "Choose how to sign in.", "Passkey"),
+        ("et", "Vali, kuidas sisse logida.", "Pääsuvõti"),
+    ] {
+        let (html, links) = chooser_links(&format!("{}/api/auth/choose?lang={lang}&{query}", app.url)).await;
+        assert!(
+            html.contains(&format!("<html lang=\"{lang}\"")) && html.contains(title),
+            "{html}"
+        );
+        assert!(html.contains(&format!(">{passkey}</a>")), "{html}");
+        let providers: Vec<&str> = links.iter().map(|link| link.split('?').next().unwrap()).collect();
+        assert_eq!(
+            providers,
+            [
+                "passkey",
+                "smart-id",
+                "mobile-id",
+                "id-card",
+                "google",
+                "apple",
+                "e-mail"
+            ]
+        );
+        for link in &links {
+            assert!(
+                link.ends_with(&format!("?lang={lang}&amp;{}", query.replace('&', "&amp;"))),
+                "carries lang, next and invite: {link}"
+            );
+        }
+    }
+    // unconfigured providers are not offered: the plain test app has e-mail only
+    let plain = TestApp::start().await;
+    let (_, links) = chooser_links(&format!("{}/api/auth/choose", plain.url)).await;
+    assert_eq!(links, ["e-mail?lang=en"]);
+    let (status, body) = plain
+        .call("GET", "/api/auth/choose?next=http%3A%2F%2Fx", None, None)
+        .await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_next")), "{body}");
+}

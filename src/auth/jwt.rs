@@ -22,6 +22,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::login::{Login, StoredPasskey};
 use crate::error::ApiError;
 
 pub const TOKEN_LIFETIME_SECONDS: i64 = 12 * 60 * 60;
@@ -56,6 +57,9 @@ pub struct Claims {
     /// On a session token: the invitation the sign-in began with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invite: Option<String>,
+    /// On a passkey login's tokens: its credential, stored where the login is linked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passkey: Option<StoredPasskey>,
 }
 
 impl Claims {
@@ -74,6 +78,7 @@ impl Claims {
             email: None,
             name: None,
             invite: None,
+            passkey: None,
         }
     }
 
@@ -96,6 +101,26 @@ impl Claims {
             exp: now.timestamp() + INVITE_LIFETIME_SECONDS,
             ..Claims::access(format!("invite:{db}:{value_id}"), BTreeMap::new(), None, now)
         }
+    }
+
+    /// The provider login these claims name, with the profile they carry;
+    /// `None` for an API key's token.
+    pub fn login(&self) -> Option<Login> {
+        let (provider, uid) = self.sub.strip_prefix("login:")?.split_once(':')?;
+        Some(Login {
+            provider: provider.to_owned(),
+            uid: uid.to_owned(),
+            email: self.email.clone(),
+            name: self.name.clone(),
+            passkey: self.passkey.clone(),
+        })
+    }
+
+    /// Carries `login`'s profile (what its provider told of it).
+    pub fn set_profile(&mut self, login: &Login) {
+        self.email.clone_from(&login.email);
+        self.name.clone_from(&login.name);
+        self.passkey.clone_from(&login.passkey);
     }
 
     /// The database and value id an invitation's `sub` names.
@@ -405,6 +430,28 @@ mod tests {
             keys().verify_session(&access, "127.0.0.1", now).unwrap_err(),
             Refusal::WrongUse
         );
+    }
+
+    #[test]
+    fn a_login_and_its_passkey_round_trip_through_signed_claims() {
+        let now = Utc::now();
+        let login = Login {
+            provider: "passkey".into(),
+            uid: "Y3JlZA".into(),
+            email: None,
+            name: None,
+            passkey: Some(StoredPasskey {
+                device: "Laptop".into(),
+                credential: serde_json::json!({"cred": {"counter": 1}}),
+            }),
+        };
+        let mut claims = Claims::access(login.sub(), BTreeMap::new(), None, now);
+        claims.set_profile(&login);
+        let keys = keys();
+        let verified = keys.verify_access(&keys.sign(&claims).unwrap(), "", now).unwrap();
+        assert_eq!(verified.login(), Some(login));
+        let key_token = Claims::access("api_key:demo:v1".into(), BTreeMap::new(), None, now);
+        assert_eq!(key_token.login(), None, "an API key's token names no login");
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! A login an identity provider vouched for, and how tokens and stored login
 //! methods name it.
 
+use serde::{Deserialize, Serialize};
+
 /// Every sign-in provider of the API (`GET /api/auth/{provider}`).
 pub const PROVIDERS: [&str; 7] = [
     "passkey",
@@ -13,15 +15,29 @@ pub const PROVIDERS: [&str; 7] = [
 ];
 /// The provider that signs in by a link mailed to the address.
 pub const EMAIL_PROVIDER: &str = "e-mail";
+/// The provider whose logins are passkeys (WebAuthn credentials).
+pub const PASSKEY_PROVIDER: &str = "passkey";
+
+/// A passkey as its login method stores it: the name of the device it was
+/// made on (what the login method shows: a passkey knows no person's name)
+/// and the credential (webauthn-rs's `Passkey`: public key, signature counter).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredPasskey {
+    pub device: String,
+    pub credential: serde_json::Value,
+}
 
 /// A person as a provider knows them: the provider's name and its id for
 /// them (`uid`), with what it tells of them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Login {
     pub provider: String,
     pub uid: String,
     pub email: Option<String>,
     pub name: Option<String>,
+    /// A passkey login carries its credential, to be stored wherever the
+    /// login is linked (signed into its tokens, so no caller can swap it).
+    pub passkey: Option<StoredPasskey>,
 }
 
 impl Login {
@@ -33,6 +49,7 @@ impl Login {
             uid: address.clone(),
             email: Some(address),
             name: None,
+            passkey: None,
         }
     }
 
@@ -47,21 +64,13 @@ impl Login {
         format!("{}:{}", self.provider, self.uid)
     }
 
-    /// What the stored login method shows (its `string`): the e-mail, else the id.
+    /// What the stored login method shows (its `string`): a passkey's
+    /// device name, else the e-mail, else the id.
     pub fn shown(&self) -> &str {
-        self.email.as_deref().unwrap_or(&self.uid)
-    }
-
-    /// The login a token's `sub` names, with the profile the token carries;
-    /// `None` for an API key's token.
-    pub fn from_sub(sub: &str, email: Option<String>, name: Option<String>) -> Option<Login> {
-        let (provider, uid) = sub.strip_prefix("login:")?.split_once(':')?;
-        Some(Login {
-            provider: provider.to_owned(),
-            uid: uid.to_owned(),
-            email,
-            name,
-        })
+        match &self.passkey {
+            Some(passkey) => &passkey.device,
+            None => self.email.as_deref().unwrap_or(&self.uid),
+        }
     }
 }
 
@@ -75,20 +84,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_login_round_trips_through_its_sub_and_keeps_colons_in_its_id() {
+    fn a_passkey_login_shows_its_device_and_keeps_colons_in_its_id() {
         let login = Login {
-            provider: "google".into(),
+            provider: "passkey".into(),
             uid: "a:b".into(),
-            email: None,
-            name: Some("Ann".into()),
+            email: Some("ann@example.com".into()),
+            name: None,
+            passkey: Some(StoredPasskey {
+                device: "Laptop".into(),
+                credential: serde_json::json!({"cred": {}}),
+            }),
         };
-        assert_eq!(login.sub(), "login:google:a:b");
-        assert_eq!(
-            Login::from_sub(&login.sub(), None, Some("Ann".into())),
-            Some(login.clone())
-        );
+        assert_eq!(login.sub(), "login:passkey:a:b");
         assert_eq!(identity_of(&login.sub()), Some(login.identity().as_str()));
-        assert_eq!(Login::from_sub("api_key:demo:v1", None, None), None);
+        assert_eq!(login.shown(), "Laptop");
     }
 
     #[test]

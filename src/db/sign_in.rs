@@ -7,7 +7,7 @@ use diesel::sql_types::{Jsonb, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
-use crate::auth::login::Login;
+use crate::auth::login::{Login, PASSKEY_PROVIDER, StoredPasskey};
 use crate::db::schema::sign_in_states;
 use crate::db::values::ValueRecord;
 use crate::model::LOGIN_PROPERTY;
@@ -113,10 +113,11 @@ pub async fn persons_of_login(conn: &mut AsyncPgConnection, identity: &str) -> Q
 }
 
 /// The `service_user` value holding `login` on `entity_id`, created by that
-/// person: it shows the login's e-mail (or id) and provider, and is found by
-/// its identity.
+/// person: it shows the login's e-mail (or id, or a passkey's device) and
+/// provider, is found by its identity, and keeps a passkey's credential.
 pub fn login_value(db: &str, entity_id: &str, login: &Login, now: DateTime<Utc>) -> ValueRecord {
     ValueRecord {
+        secret: login.passkey.as_ref().map(|passkey| passkey.credential.to_string()),
         db: db.to_owned(),
         id: new_id(),
         entity_id: entity_id.to_owned(),
@@ -128,6 +129,55 @@ pub fn login_value(db: &str, entity_id: &str, login: &Login, now: DateTime<Utc>)
         created_by: Some(entity_id.to_owned()),
         ..ValueRecord::default()
     }
+}
+
+/// The passkey whose login identity is `identity`, as a live login method
+/// on a live person stores it (the earliest stored, should several databases
+/// hold it).
+pub async fn stored_passkey(conn: &mut AsyncPgConnection, identity: &str) -> QueryResult<Option<StoredPasskey>> {
+    #[derive(QueryableByName)]
+    struct Stored {
+        #[diesel(sql_type = Text)]
+        device: String,
+        #[diesel(sql_type = Text)]
+        credential: String,
+    }
+    let stored: Option<Stored> = diesel::sql_query(
+        "SELECT v.string AS device, v.secret AS credential FROM property_values v \
+         JOIN entities e ON e.db = v.db AND e.id = v.entity_id AND e.deleted_at IS NULL \
+         WHERE v.secret_lookup = $1 AND v.prop = $2 AND v.login_provider = $3 AND v.deleted_at IS NULL \
+         AND v.string IS NOT NULL AND v.secret IS NOT NULL \
+         ORDER BY v.created_at, v.id LIMIT 1",
+    )
+    .bind::<Text, _>(identity)
+    .bind::<Text, _>(LOGIN_PROPERTY)
+    .bind::<Text, _>(PASSKEY_PROVIDER)
+    .get_result(conn)
+    .await
+    .optional()?;
+    Ok(stored.and_then(|stored| {
+        Some(StoredPasskey {
+            device: stored.device,
+            credential: serde_json::from_str(&stored.credential).ok()?,
+        })
+    }))
+}
+
+/// Stores a passkey's credential after a sign-in moved its signature
+/// counter, in every live login method holding it: a cloned authenticator
+/// replaying an older counter is then refused. The credential is no value
+/// anyone reads or filters by, so no projection changes.
+pub async fn update_passkey(conn: &mut AsyncPgConnection, identity: &str, credential: &Json) -> QueryResult<usize> {
+    diesel::sql_query(
+        "UPDATE property_values SET secret = $4 \
+         WHERE secret_lookup = $1 AND prop = $2 AND login_provider = $3 AND deleted_at IS NULL",
+    )
+    .bind::<Text, _>(identity)
+    .bind::<Text, _>(LOGIN_PROPERTY)
+    .bind::<Text, _>(PASSKEY_PROVIDER)
+    .bind::<Text, _>(credential.to_string())
+    .execute(conn)
+    .await
 }
 
 /// Where database `db` creates the persons of new logins: the live entity

@@ -176,8 +176,7 @@ pub async fn authenticate(
         }
     }
     let mut claims = Claims::access(login.sub(), accounts, Some(ip), now);
-    claims.email = login.email;
-    claims.name = login.name;
+    claims.set_profile(&login);
     token_response(&state, &mut conn, &claims, LOGIN, conflict).await
 }
 

@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod middleware;
 pub mod new_db;
 pub mod openapi;
+pub mod passkey;
 pub mod property;
 pub mod sign_in;
 pub mod usage;
@@ -224,6 +225,14 @@ pub fn endpoints() -> Vec<Endpoint> {
         at(M::GET, "/api/openapi.json", openapi::document),
         at(M::GET, "/api/auth", auth::authenticate),
         at(M::GET, "/api/auth/refresh", auth::refresh),
+        // Before `/api/auth/{provider}`, which would take `choose` for a provider.
+        at(M::GET, "/api/auth/choose", sign_in::choose),
+        at(M::GET, "/api/auth/passkey/register", passkey::register_page),
+        at(M::GET, "/api/auth/passkey/passkey.js", passkey::script),
+        at(M::POST, "/api/auth/passkey/register/options", passkey::register_options),
+        at(M::POST, "/api/auth/passkey/register/finish", passkey::register_finish),
+        at(M::POST, "/api/auth/passkey/options", passkey::sign_in_options),
+        at(M::POST, "/api/auth/passkey/finish", passkey::sign_in_finish),
         at(M::GET, "/api/auth/{provider}", sign_in::start),
         at(M::POST, "/api/auth/{provider}", sign_in::send_link),
         // Before `/api/{db}/...`: `new` is a reserved database name.

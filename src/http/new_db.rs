@@ -7,7 +7,6 @@ use utoipa::ToSchema;
 
 use super::views::responses::{InvalidToken, ReadUnavailable};
 use super::{AppState, Caller};
-use crate::auth::login::Login;
 use crate::db::databases;
 use crate::error::{ApiError, ErrorBody};
 
@@ -73,7 +72,8 @@ pub async fn create(
     body: web::Json<NewDatabase>,
 ) -> Result<HttpResponse, ApiError> {
     let claims = caller.claims.ok_or_else(ApiError::token_required)?;
-    let login = Login::from_sub(&claims.sub, claims.email, claims.name)
+    let login = claims
+        .login()
         .ok_or_else(|| ApiError::forbidden("Only a person signed in with a provider can create a database"))?;
     let name = body.into_inner().database;
     databases::create_for_login(

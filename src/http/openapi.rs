@@ -15,7 +15,7 @@ use super::views::entities::Entity;
 use super::views::responses::error_response;
 use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
 use super::views::writes::{Counter, NewValue};
-use super::{auth, entity, files, health, list, metrics, new_db, property, sign_in, usage};
+use super::{auth, entity, files, health, list, metrics, new_db, passkey, property, sign_in, usage};
 use crate::error::{ApiError, ErrorBody};
 
 #[derive(OpenApi)]
@@ -32,6 +32,13 @@ use crate::error::{ApiError, ErrorBody};
         docs_asset,
         auth::authenticate,
         auth::refresh,
+        sign_in::choose,
+        passkey::register_page,
+        passkey::script,
+        passkey::register_options,
+        passkey::register_finish,
+        passkey::sign_in_options,
+        passkey::sign_in_finish,
         sign_in::start,
         sign_in::send_link,
         new_db::available,

@@ -8,8 +8,9 @@ use utoipa::ToSchema;
 
 use super::middleware::limits::RateLimits;
 use super::views::pages;
+use super::views::passkey_pages::{self, Carried};
 use super::{AppState, client_ip};
-use crate::auth::login::{EMAIL_PROVIDER, Login, PROVIDERS};
+use crate::auth::login::{EMAIL_PROVIDER, Login, PASSKEY_PROVIDER, PROVIDERS};
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::mail;
 use crate::sign_in::email::LinkAsked;
@@ -56,7 +57,7 @@ pub struct TemporaryKey {
 
 /// 404 for an unknown provider; 503 for one this server is not configured for.
 fn provider_checked(state: &AppState, provider: &str) -> Result<(), ApiError> {
-    if provider == EMAIL_PROVIDER || state.sign_in.oidc.is_configured(provider) {
+    if state.sign_in.offers(provider) {
         return Ok(());
     }
     if PROVIDERS.contains(&provider) {
@@ -70,7 +71,7 @@ fn provider_checked(state: &AppState, provider: &str) -> Result<(), ApiError> {
 
 #[utoipa::path(
     get, path = "/api/auth/{provider}", operation_id = "sign_in", tag = "auth", summary = "Sign in with a provider",
-    description = "Browser sign-in. `e-mail`: without `token`, an HTML form asking for the address; the mailed link (the same path with `token`) completes the sign-in from the address that asked, once, within 15 minutes. `google`, `apple`, `smart-id`, `mobile-id`, `id-card` (OpenID Connect, when configured): a redirect to the provider, which sends the browser back here with `code` and `state` (Apple POSTs them) within 10 minutes. Completed: without `next`, JSON `{key}`; with `next`, a redirect to `next` with the session token appended. The session token lives 5 minutes, is single use and bound to the browser's address; exchange it at `GET /api/auth`.",
+    description = "Browser sign-in. `passkey`: an HTML page whose script asks the device for one of its passkeys (see `/api/auth/passkey/options` and `/finish`), linking to `/api/auth/passkey/register` to create one. `e-mail`: without `token`, an HTML form asking for the address; the mailed link (the same path with `token`) completes the sign-in from the address that asked, once, within 15 minutes. `google`, `apple`, `smart-id`, `mobile-id`, `id-card` (OpenID Connect, when configured): a redirect to the provider, which sends the browser back here with `code` and `state` (Apple POSTs them) within 10 minutes. Completed: without `next`, JSON `{key}`; with `next`, a redirect to `next` with the session token appended. The session token lives 5 minutes, is single use and bound to the browser's address; exchange it at `GET /api/auth`.",
     params(
         ("provider" = String, Path, description = "`passkey`, `apple`, `google`, `e-mail`, `smart-id`, `mobile-id` or `id-card`", example = "e-mail"),
         ("next" = Option<String>, Query, description = "An https URL to send the browser to, with the session token appended", example = "https://app.example.com/signed-in?key="),
@@ -99,6 +100,17 @@ pub async fn start(
     provider_checked(&state, &provider)?;
     let query = query.into_inner();
     let next = query.next.as_deref().map(check_next).transpose()?;
+    if provider.as_str() == PASSKEY_PROVIDER {
+        let carried = Carried {
+            next,
+            invite: query.invite.as_deref(),
+            db: None,
+        };
+        return Ok(passkey_pages::sign_in(
+            Lang::from_query(query.lang.as_deref()),
+            &carried,
+        ));
+    }
     let ip = client_ip(&req, &state.trusted_proxies);
     let now = state.clock.now();
     if provider.as_str() != EMAIL_PROVIDER {
@@ -158,6 +170,11 @@ pub async fn send_link(
     form: web::Form<SignInForm>,
 ) -> Result<HttpResponse, ApiError> {
     provider_checked(&state, &provider)?;
+    if provider.as_str() == PASSKEY_PROVIDER {
+        return Err(ApiError::not_found(
+            "Passkeys answer at /api/auth/passkey/finish, not by form",
+        ));
+    }
     let form = form.into_inner();
     let ip = client_ip(&req, &state.trusted_proxies);
     if provider.as_str() != EMAIL_PROVIDER {
@@ -188,6 +205,36 @@ pub async fn send_link(
     };
     state.sign_in.send_link(asked, state.clock.now()).await?;
     Ok(pages::email_sent(lang))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ChooserQuery {
+    next: Option<String>,
+    lang: Option<String>,
+    invite: Option<String>,
+}
+
+#[utoipa::path(
+    get, path = "/api/auth/choose", operation_id = "choose_sign_in", tag = "auth", summary = "Choose how to sign in",
+    description = "An HTML page (English, or Estonian with `lang=et`) linking to each sign-in provider this server offers, carrying `next`, `lang` and `invite` along.",
+    params(
+        ("next" = Option<String>, Query, description = "An https URL to send the browser to once signed in"),
+        ("lang" = Option<String>, Query, description = "`en` (default) or `et`"),
+        ("invite" = Option<String>, Query, description = "An invitation token, accepted once signed in"),
+    ),
+    responses(
+        (status = 200, description = "The page (HTML)"),
+        (status = 400, description = "`next` is not an https URL", body = ErrorBody),
+    )
+)]
+pub async fn choose(state: web::Data<AppState>, query: web::Query<ChooserQuery>) -> Result<HttpResponse, ApiError> {
+    let next = query.next.as_deref().map(check_next).transpose()?;
+    let offered: Vec<&str> = PROVIDERS
+        .into_iter()
+        .filter(|provider| state.sign_in.offers(provider))
+        .collect();
+    let lang = Lang::from_query(query.lang.as_deref());
+    Ok(pages::chooser(lang, &offered, next, query.invite.as_deref()))
 }
 
 /// The end of every provider's flow: a session token for `login` (carrying

@@ -64,3 +64,18 @@ pub async fn add_user(
     writers.write(request, Vec::new()).await?;
     Ok(Some(person))
 }
+
+/// Stores `login` on `person` in `db`: a signed-in person adding a login
+/// method (a new passkey) to themselves.
+pub async fn add_login(writers: &Writers, db: &str, person: &str, login: &Login) -> Result<(), ApiError> {
+    let request = WriteRequest {
+        db: db.to_owned(),
+        actor: person.to_owned(),
+        op: WriteOp::LinkLogin {
+            entity_id: person.to_owned(),
+            invitation: None,
+            login: Some(login.clone()),
+        },
+    };
+    writers.write(request, Vec::new()).await.map(drop)
+}

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use lettre::Address;
 use serde_json::json;
 
-use super::{Lang, SignIn, random_token, state_id};
+use super::{Completed, Lang, SignIn, random_token, state_id};
 use crate::auth::login::Login;
 use crate::db::sign_in::Issued;
 use crate::error::{ApiError, ErrorCode};
@@ -24,13 +24,6 @@ pub struct LinkAsked {
     pub invite: Option<String>,
     pub lang: Lang,
     pub client_ip: String,
-}
-
-/// A link opened: who signed in, and where to.
-pub struct LinkOpened {
-    pub login: Login,
-    pub next: Option<String>,
-    pub invite: Option<String>,
 }
 
 impl SignIn {
@@ -79,7 +72,7 @@ impl SignIn {
 
     /// Uses the link whose token is `token`, opened from `client_ip`: 400
     /// `invalid_sign_in` when it is unknown, used, expired or from another address.
-    pub async fn open_link(&self, token: &str, client_ip: &str, now: DateTime<Utc>) -> Result<LinkOpened, ApiError> {
+    pub async fn open_link(&self, token: &str, client_ip: &str, now: DateTime<Utc>) -> Result<Completed, ApiError> {
         let invalid = || {
             ApiError::new(
                 ErrorCode::InvalidSignIn,
@@ -92,7 +85,7 @@ impl SignIn {
             .await?
             .ok_or_else(invalid)?;
         let email = data["email"].as_str().ok_or_else(invalid)?;
-        Ok(LinkOpened {
+        Ok(Completed {
             login: Login::by_email(email),
             next: data["next"].as_str().map(str::to_owned),
             invite: data["invite"].as_str().map(str::to_owned),

@@ -72,7 +72,7 @@ pub async fn accept(
         actor: person.clone(),
         op: WriteOp::LinkLogin {
             entity_id: person,
-            invitation: invitation.id,
+            invitation: Some(invitation.id),
             // a login already on the person only uses the invitation up
             login: linked_to.is_none().then(|| login.clone()),
         },
@@ -117,7 +117,7 @@ impl SignIn {
         let to = mail::address(&email)?;
         for value_id in invitations {
             let token = jwt.sign(&Claims::invite(db, value_id, now))?;
-            let link = format!("{}/api/auth/e-mail?invite={token}", self.public_url);
+            let link = format!("{}/api/auth/choose?invite={token}", self.public_url);
             self.mailer
                 .send(Mail {
                     to: to.clone(),

@@ -5,12 +5,14 @@
 //! - `email.rs`: the e-mail provider's single-use links;
 //! - `accounts.rs`: the databases and persons a login reaches;
 //! - `invite.rs`: invitations, mailed and accepted;
-//! - `oidc.rs`: OpenID Connect providers (Google, Apple, eID brokers).
+//! - `oidc.rs`: OpenID Connect providers (Google, Apple, eID brokers);
+//! - `passkey.rs`: passkeys (WebAuthn).
 
 pub mod accounts;
 pub mod email;
 pub mod invite;
 pub mod oidc;
+pub mod passkey;
 
 use chrono::{DateTime, Utc};
 use rand::RngCore;
@@ -18,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use crate::actors::sessions::SessionStore;
 use crate::auth::jwt::{Claims, JwtKeys, SESSION_LIFETIME_SECONDS};
-use crate::auth::login::Login;
+use crate::auth::login::{EMAIL_PROVIDER, Login, PASSKEY_PROVIDER};
 use crate::db::sign_in::Issued;
 use crate::error::{ApiError, ErrorCode};
 use crate::mail::Mailer;
@@ -33,11 +35,29 @@ pub struct SignIn {
     pub sessions: SessionStore,
     pub mailer: Mailer,
     pub oidc: oidc::OidcProviders,
+    pub passkeys: passkey::Passkeys,
     /// `http.public_url`, without a trailing slash.
     pub public_url: String,
 }
 
+/// A provider's sign-in completed: who signed in, and where to.
+pub struct Completed {
+    pub login: Login,
+    pub next: Option<String>,
+    pub invite: Option<String>,
+}
+
 impl SignIn {
+    /// Whether this server offers sign-in with `provider` (one of
+    /// [`PROVIDERS`]): e-mail always; the others when configured.
+    pub fn offers(&self, provider: &str) -> bool {
+        match provider {
+            EMAIL_PROVIDER => true,
+            PASSKEY_PROVIDER => self.passkeys.is_configured(),
+            provider => self.oidc.is_configured(provider),
+        }
+    }
+
     /// A session token for `login`, bound to `client_ip`: 5 minutes, single
     /// use; it carries the invitation the sign-in began with, if any.
     /// Recorded in PostgreSQL before it is handed out.
@@ -51,8 +71,7 @@ impl SignIn {
     ) -> Result<String, ApiError> {
         let jti = random_token();
         let mut claims = Claims::session(login.sub(), client_ip.to_owned(), jti.clone(), now);
-        claims.email.clone_from(&login.email);
-        claims.name.clone_from(&login.name);
+        claims.set_profile(login);
         claims.invite = invite.map(str::to_owned);
         self.sessions
             .issue(Issued {
@@ -87,9 +106,25 @@ impl SignIn {
         if self.sessions.consume(jti, SESSION, client_ip, now).await?.is_none() {
             return Err(refused("used"));
         }
-        let login = Login::from_sub(&claims.sub, claims.email, claims.name).ok_or_else(|| refused("invalid"))?;
+        let login = claims.login().ok_or_else(|| refused("invalid"))?;
         Ok((login, claims.invite))
     }
+}
+
+/// 503 `provider_unavailable`: this server does not offer `provider`.
+fn unavailable(provider: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::ProviderUnavailable,
+        format!("Sign-in with {provider} is not configured on this server"),
+    )
+}
+
+/// 400 `invalid_sign_in`: a provider's answer that signs in nobody.
+fn refused(detail: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::InvalidSignIn,
+        format!("The sign-in did not complete: {detail}"),
+    )
 }
 
 /// The language of sign-in pages and mails (`lang`: `en`, the default, or `et`).

@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::json;
 use tokio::sync::RwLock;
 
-use super::{SignIn, state_id};
+use super::{Completed, SignIn, refused, state_id, unavailable};
 use crate::auth::login::Login;
 use crate::config::AuthSettings;
 use crate::db::sign_in::Issued;
@@ -79,13 +79,6 @@ pub struct Returned<'a> {
     pub error: Option<&'a str>,
     /// Apple's first answer for a person: `{"name":{"firstName","lastName"}}`.
     pub apple_user: Option<&'a str>,
-}
-
-/// A completed provider sign-in.
-pub struct Completed {
-    pub login: Login,
-    pub next: Option<String>,
-    pub invite: Option<String>,
 }
 
 impl OidcProviders {
@@ -225,22 +218,8 @@ fn apple_secret(
     jsonwebtoken::encode(&header, &claims, key).map_err(|e| ApiError::internal("cannot sign Apple's client secret", e))
 }
 
-fn unavailable(provider: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::ProviderUnavailable,
-        format!("Sign-in with {provider} is not configured on this server"),
-    )
-}
-
 fn misconfigured(what: &str, error: impl std::fmt::Display) -> ApiError {
     ApiError::internal(&format!("a sign-in provider's URL {what:?} is not usable"), error)
-}
-
-fn refused(detail: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::InvalidSignIn,
-        format!("The sign-in did not complete: {detail}"),
-    )
 }
 
 impl SignIn {
@@ -346,6 +325,7 @@ impl SignIn {
                 uid: claims.subject().as_str().to_owned(),
                 email,
                 name,
+                passkey: None,
             },
             next: pending.next,
             invite: pending.invite,

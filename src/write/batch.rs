@@ -96,7 +96,7 @@ async fn apply_one(
             entity_id,
             invitation,
             login,
-        } => login::link_login(conn, cache, db, now, &entity_id, &invitation, login).await,
+        } => login::link_login(conn, cache, db, now, &entity_id, invitation.as_deref(), login).await,
         WriteOp::AddUser {
             parent,
             person_type,

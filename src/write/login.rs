@@ -1,6 +1,7 @@
 //! Login methods, written by the service, never by a caller:
 //! - `LinkLogin`: an invitation accepted: the pending invitation is used up
-//!   (soft-deleted) and a `service_user` value holding the login takes its place;
+//!   (soft-deleted) and a `service_user` value holding the login takes its
+//!   place; or a passkey a signed-in person adds to themselves;
 //! - `AddUser`: a new login's person, created where its database says.
 
 use chrono::{DateTime, Utc};
@@ -22,28 +23,31 @@ pub fn invalid_invite() -> ApiError {
     ApiError::new(ErrorCode::InvalidInvite, "Invalid or expired invite")
 }
 
-/// Uses up invitation `invitation` on person `entity_id` and, with `login`,
-/// stores that login on the person.
+/// Uses up invitation `invitation` (if any) on person `entity_id` and,
+/// with `login`, stores that login on the person.
 pub(super) async fn link_login(
     conn: &mut AsyncPgConnection,
     cache: &mut TransactionCache,
     db: &str,
     now: DateTime<Utc>,
     entity_id: &str,
-    invitation: &str,
+    invitation: Option<&str>,
     login: Option<Login>,
 ) -> Result<WriteOutcome, ApiError> {
-    values::live_entity(conn, db, entity_id, true)
-        .await?
-        .ok_or_else(invalid_invite)?;
-    let pending = values::live_values(conn, db, entity_id)
-        .await?
-        .into_iter()
-        .any(|value| value.id == invitation && value.prop == LOGIN_PROPERTY && value.login_provider.is_none());
-    if !pending {
-        return Err(invalid_invite());
+    let person = values::live_entity(conn, db, entity_id, true).await?;
+    if let Some(invitation) = invitation {
+        person.ok_or_else(invalid_invite)?;
+        let pending = values::live_values(conn, db, entity_id)
+            .await?
+            .into_iter()
+            .any(|value| value.id == invitation && value.prop == LOGIN_PROPERTY && value.login_provider.is_none());
+        if !pending {
+            return Err(invalid_invite());
+        }
+        values::soft_delete_values(conn, db, &[invitation.to_owned()], now, entity_id).await?;
+    } else {
+        person.ok_or_else(|| ApiError::not_found("The person is deleted"))?;
     }
-    values::soft_delete_values(conn, db, &[invitation.to_owned()], now, entity_id).await?;
     let rows: Vec<ValueRecord> = login
         .iter()
         .map(|login| sign_in::login_value(db, entity_id, login, now))

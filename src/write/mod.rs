@@ -61,12 +61,13 @@ pub enum WriteOp {
     Aggregate {
         entity_id: String,
     },
-    /// Uses up the pending invitation `invitation` on person `entity_id`
-    /// (the request's actor) and stores `login` on it. Only the service
-    /// sends it, after checking the invitation token.
+    /// Uses up the pending invitation `invitation`, if any, on person
+    /// `entity_id` (the request's actor) and stores `login` on it. Only the
+    /// service sends it: after checking the invitation token, or for a
+    /// signed-in person adding a passkey to themselves.
     LinkLogin {
         entity_id: String,
-        invitation: String,
+        invitation: Option<String>,
         login: Option<crate::auth::login::Login>,
     },
     /// Creates the request's actor, a person of type `person_type` holding

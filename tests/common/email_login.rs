@@ -62,3 +62,24 @@ pub async fn access_token(app: &TestApp, sink: &SmtpSink, email: &str, query: &s
     assert_eq!(status, 200, "{body}");
     body["token"].as_str().unwrap().to_owned()
 }
+
+/// Bob, a new person of `demo` with a name and an e-mail, invited by
+/// `owner`: answers his id and the invitation token of the link mailed to
+/// him (the mail after the `mails` already received).
+pub async fn invite_bob(app: &TestApp, sink: &SmtpSink, owner: &str, mails: usize) -> (String, String) {
+    let person_type = app.find(owner, "entity", "person").await;
+    let bob = app
+        .create(
+            owner,
+            &person_type,
+            serde_json::json!([{"type": "name", "string": "Bob"}, {"type": "email", "string": "bob@example.com"}]),
+        )
+        .await;
+    let invitation = serde_json::json!({"type": "service_user", "string": "an invitation"});
+    let (status, written) = app.post(&format!("/api/demo/entity/{bob}"), owner, invitation).await;
+    assert_eq!(status, 200, "{written}");
+    let received = sink.wait_for(mails + 1).await;
+    let links = received.last().unwrap().links();
+    let invite = links[0].split_once("invite=").expect("the link carries invite").1;
+    (bob, invite.to_owned())
+}

@@ -3,12 +3,14 @@
 //! from the same types, so the two cannot drift apart. Entity documents and
 //! their values are built as JSON by `crate::view` (property names are user
 //! data): the types here carry them and describe their shape. Errors are
-//! `crate::error::ErrorBody`. The sign-in pages' HTML is made in `pages`.
+//! `crate::error::ErrorBody`. The sign-in pages' HTML is made in `pages`
+//! and `passkey_pages` (with `passkey.js`, the one script they run).
 
 pub mod auth;
 pub mod entities;
 pub mod files;
 pub mod pages;
+pub mod passkey_pages;
 pub mod responses;
 pub mod service;
 pub mod values;

@@ -1,6 +1,7 @@
-//! The sign-in pages: server-rendered HTML in English and Estonian, no
-//! script, every given text escaped, a strict CSP (the one style sheet
-//! allowed by its hash) and no framing.
+//! The sign-in pages: server-rendered HTML in English and Estonian, every
+//! given text escaped, a strict CSP (the one style sheet allowed by its
+//! hash; a script only where WebAuthn needs one, from this server) and no
+//! framing.
 
 use std::sync::OnceLock;
 
@@ -12,9 +13,11 @@ use crate::sign_in::Lang;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;line-height:1.5;color:#1a1a1a}\
 h1{font-size:1.5rem}label{display:block;font-weight:600;margin-bottom:.25rem}\
-input[type=email]{width:100%;box-sizing:border-box;padding:.5rem;font-size:1rem;border:1px solid #767676;border-radius:4px}\
+input[type=email],input[type=text]{width:100%;box-sizing:border-box;padding:.5rem;font-size:1rem;border:1px solid #767676;border-radius:4px}\
 button{margin-top:1rem;padding:.5rem 1rem;font-size:1rem;border:0;border-radius:4px;background:#1d4ed8;color:#fff;cursor:pointer}\
-button:focus,input:focus{outline:3px solid #f59e0b;outline-offset:2px}p.note{color:#4a4a4a}";
+button:focus,input:focus,a:focus{outline:3px solid #f59e0b;outline-offset:2px}p.note{color:#4a4a4a}\
+ul.methods{list-style:none;padding:0}ul.methods a{display:block;margin:.5rem 0;padding:.75rem 1rem;border:1px solid #767676;border-radius:4px;color:#1d4ed8;text-decoration:none;font-weight:600}\
+output{display:block;word-break:break-all;font-family:monospace;padding:.5rem;background:#f3f4f6}p[role=alert]{color:#b91c1c}";
 
 /// The texts of the pages, by language.
 struct Texts {
@@ -24,6 +27,10 @@ struct Texts {
     email_button: &'static str,
     sent_title: &'static str,
     sent_body: &'static str,
+    choose_title: &'static str,
+    choose_intro: &'static str,
+    /// Each provider's name on the chooser, by provider.
+    providers: [(&'static str, &'static str); 7],
 }
 
 fn texts(lang: Lang) -> &'static Texts {
@@ -35,6 +42,17 @@ fn texts(lang: Lang) -> &'static Texts {
             email_button: "Send the link",
             sent_title: "Check your mail",
             sent_body: "If the address is right, a sign-in link is on its way. It works once, for 15 minutes, on this device.",
+            choose_title: "Sign in",
+            choose_intro: "Choose how to sign in.",
+            providers: [
+                ("passkey", "Passkey"),
+                ("smart-id", "Smart-ID"),
+                ("mobile-id", "Mobile-ID"),
+                ("id-card", "ID card"),
+                ("google", "Google"),
+                ("apple", "Apple"),
+                ("e-mail", "E-mail"),
+            ],
         },
         Lang::Et => &Texts {
             email_title: "Logi sisse e-postiga",
@@ -43,6 +61,17 @@ fn texts(lang: Lang) -> &'static Texts {
             email_button: "Saada link",
             sent_title: "Vaata oma postkasti",
             sent_body: "Kui aadress on õige, on sisselogimise link teel. See töötab üks kord, 15 minuti jooksul, selles seadmes.",
+            choose_title: "Logi sisse",
+            choose_intro: "Vali, kuidas sisse logida.",
+            providers: [
+                ("passkey", "Pääsuvõti"),
+                ("smart-id", "Smart-ID"),
+                ("mobile-id", "Mobiil-ID"),
+                ("id-card", "ID-kaart"),
+                ("google", "Google"),
+                ("apple", "Apple"),
+                ("e-mail", "E-post"),
+            ],
         },
     }
 }
@@ -63,29 +92,41 @@ pub fn escape(text: &str) -> String {
     escaped
 }
 
-/// The policy: nothing but the style sheet, forms posting back here, no frames.
-fn content_security_policy() -> &'static str {
-    static POLICY: OnceLock<String> = OnceLock::new();
-    POLICY.get_or_init(|| {
+/// The policy: nothing but the style sheet, forms posting back here, no
+/// frames; with `scripted`, also scripts from this server that may call it.
+fn content_security_policy(scripted: bool) -> &'static str {
+    static POLICIES: OnceLock<[String; 2]> = OnceLock::new();
+    let [plain, with_script] = POLICIES.get_or_init(|| {
         let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(STYLE.as_bytes()));
-        format!(
+        let plain = format!(
             "default-src 'none'; style-src 'sha256-{hash}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
-        )
-    })
+        );
+        let with_script = format!("{plain}; script-src 'self'; connect-src 'self'");
+        [plain, with_script]
+    });
+    if scripted { with_script } else { plain }
 }
 
 fn page(lang: Lang, title: &str, main: &str) -> HttpResponse {
+    page_with_script(lang, title, main, None)
+}
+
+/// A page; `script` is the (relative) URL of a script of this server's.
+pub fn page_with_script(lang: Lang, title: &str, main: &str, script: Option<&str>) -> HttpResponse {
+    let script = script
+        .map(|src| format!("<script src=\"{}\"></script>", escape(src)))
+        .unwrap_or_default();
     let html = format!(
         "<!doctype html>\n<html lang=\"{lang}\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{title}</title><style>{STYLE}</style></head>\
-         <body><main>{main}</main></body></html>\n",
+         <body><main>{main}</main>{script}</body></html>\n",
         lang = lang.code(),
         title = escape(title),
     );
     HttpResponse::Ok()
         .content_type("text/html; charset=utf-8")
-        .insert_header(("Content-Security-Policy", content_security_policy()))
+        .insert_header(("Content-Security-Policy", content_security_policy(!script.is_empty())))
         .insert_header(("X-Frame-Options", "DENY"))
         .insert_header(("Referrer-Policy", "no-referrer"))
         .insert_header(("Cache-Control", "no-store"))
@@ -117,6 +158,27 @@ pub fn email_form(lang: Lang, next: Option<&str>, invite: Option<&str>) -> HttpR
         button = t.email_button,
     );
     page(lang, t.email_title, &main)
+}
+
+/// The method chooser: a link to each of `offered` (providers, in the
+/// page's order), carrying `next`, `lang` and `invite` along.
+pub fn chooser(lang: Lang, offered: &[&str], next: Option<&str>, invite: Option<&str>) -> HttpResponse {
+    let t = texts(lang);
+    let mut carried = vec![("lang", lang.code())];
+    carried.extend(next.map(|next| ("next", next)));
+    carried.extend(invite.map(|invite| ("invite", invite)));
+    let query = serde_urlencoded::to_string(&carried).unwrap_or_default();
+    let links: String = t
+        .providers
+        .iter()
+        .filter(|(provider, _)| offered.contains(provider))
+        .map(|(provider, label)| format!("<li><a href=\"{provider}?{}\">{label}</a></li>", escape(&query)))
+        .collect();
+    let main = format!(
+        "<h1>{}</h1><p>{}</p><nav aria-label=\"{}\"><ul class=\"methods\">{links}</ul></nav>",
+        t.choose_title, t.choose_intro, t.choose_title
+    );
+    page(lang, t.choose_title, &main)
 }
 
 /// What the form answers once the link is mailed.
