@@ -11,6 +11,7 @@ use eds::config::Settings;
 use eds::db::{self, Pool, local_cluster::LocalCluster};
 use serde_json::{Value as Json, json};
 
+pub mod browser;
 pub mod email_login;
 pub mod oidc;
 pub mod processes;

@@ -17,7 +17,7 @@ input[type=email],input[type=text]{width:100%;box-sizing:border-box;padding:.5re
 button{margin-top:1rem;padding:.5rem 1rem;font-size:1rem;border:0;border-radius:4px;background:#1d4ed8;color:#fff;cursor:pointer}\
 button:focus,input:focus,a:focus{outline:3px solid #f59e0b;outline-offset:2px}p.note{color:#4a4a4a}\
 ul.methods{list-style:none;padding:0}ul.methods a{display:block;margin:.5rem 0;padding:.75rem 1rem;border:1px solid #767676;border-radius:4px;color:#1d4ed8;text-decoration:none;font-weight:600}\
-output{display:block;word-break:break-all;font-family:monospace;padding:.5rem;background:#f3f4f6}p[role=alert]{color:#b91c1c}";
+output{display:block;max-height:6rem;overflow:auto;word-break:break-all;font-family:monospace;font-size:.75rem;padding:.5rem;background:#f3f4f6}p[role=alert]{color:#b91c1c}";
 
 /// The texts of the pages, by language.
 struct Texts {

@@ -1,0 +1,224 @@
+//! The sign-in pages in a real headless Chromium, end to end: the chooser,
+//! the e-mail form and its mailed link, and passkeys made and used by the
+//! browser's own WebAuthn (a virtual authenticator). Each page is saved as
+//! a screenshot under `target/sign-in-screenshots/` to be looked at.
+//!
+//! The app is opened as `http://localhost:PORT`: WebAuthn refuses an IP
+//! address as the relying party, and localhost is a secure context.
+
+mod common;
+
+use common::browser::Browser;
+use common::smtp::SmtpSink;
+use common::{Storage, TestApp};
+use serde_json::{Value as Json, json};
+
+/// The app (mailing through a fresh SMTP server) and its address as the browser opens it.
+async fn app_at_localhost() -> (TestApp, SmtpSink, String) {
+    let sink = SmtpSink::start().await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://localhost:{}", listener.local_addr().unwrap().port());
+    let app = TestApp::start_on(
+        listener,
+        Storage::Local,
+        &[
+            ("http.public_url", base.clone()),
+            ("mail.smtp_url", sink.url.clone()),
+            ("auth.webauthn.rp_id", "localhost".into()),
+            ("auth.webauthn.origin", base.clone()),
+        ],
+    )
+    .await;
+    (app, sink, base)
+}
+
+/// The text of the first element matching `selector` (`null` when none).
+async fn text_of(browser: &mut Browser, selector: &str) -> Json {
+    browser
+        .eval(&format!(
+            "document.querySelector({})?.innerText ?? null",
+            json!(selector)
+        ))
+        .await
+}
+
+/// Exchanges a session token at `GET /api/auth` (from 127.0.0.1, where the
+/// browser's requests come from too); asserts it works and answers the body.
+async fn exchange(app: &TestApp, key: &str) -> Json {
+    let (status, body) = app.call("GET", "/api/auth", Some(key), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["token"].as_str().is_some_and(|t| !t.is_empty()), "{body}");
+    body
+}
+
+#[tokio::test]
+async fn the_e_mail_page_signs_in_in_a_real_browser_in_english_and_estonian() {
+    let (app, sink, base) = app_at_localhost().await;
+    let mut browser = Browser::launch().await;
+    let pages = [
+        (
+            "en",
+            [
+                "Sign in",
+                "E-mail",
+                "Sign in with e-mail",
+                "Send the link",
+                "Check your mail",
+            ],
+            "If the address is right, a sign-in link is on its way. It works once, for 15 minutes, on this device.",
+        ),
+        (
+            "et",
+            [
+                "Logi sisse",
+                "E-post",
+                "Logi sisse e-postiga",
+                "Saada link",
+                "Vaata oma postkasti",
+            ],
+            "Kui aadress on õige, on sisselogimise link teel. See töötab üks kord, 15 minuti jooksul, selles seadmes.",
+        ),
+    ];
+    for (mails, (lang, [choose, e_mail, form_title, button, sent_title], sent_body)) in pages.into_iter().enumerate() {
+        browser.navigate(&format!("{base}/api/auth/choose?lang={lang}")).await;
+        assert_eq!(browser.eval("document.documentElement.lang").await, lang);
+        assert_eq!(text_of(&mut browser, "h1").await, choose);
+        browser.screenshot(&format!("chooser-{lang}")).await;
+        // the chooser's e-mail link leads to the form, in the same language
+        let link = text_of(&mut browser, "a[href^='e-mail?']").await;
+        assert_eq!(link, e_mail);
+        browser
+            .eval("document.querySelector(\"a[href^='e-mail?']\").click()")
+            .await;
+        let form = format!("{base}/api/auth/e-mail?lang={lang}");
+        browser
+            .wait_for(&format!(
+                "location.href === {} && document.readyState === 'complete'",
+                json!(form)
+            ))
+            .await;
+        assert_eq!(browser.eval("document.documentElement.lang").await, lang);
+        assert_eq!(text_of(&mut browser, "h1").await, form_title);
+        assert_eq!(text_of(&mut browser, "button").await, button);
+        browser.screenshot(&format!("e-mail-{lang}")).await;
+
+        let address = format!("ann-{lang}@example.com");
+        browser
+            .eval(&format!(
+                "document.querySelector('input[type=email]').value = {}",
+                json!(address)
+            ))
+            .await;
+        browser.eval("document.querySelector('button').click()").await;
+        browser
+            .wait_for(&format!(
+                "document.querySelector('h1')?.innerText === {} && document.readyState === 'complete'",
+                json!(sent_title)
+            ))
+            .await;
+        assert_eq!(browser.eval("document.documentElement.lang").await, lang);
+        assert_eq!(text_of(&mut browser, "[role=status]").await, sent_body);
+        browser.screenshot(&format!("e-mail-sent-{lang}")).await;
+
+        let received = sink.wait_for(mails + 1).await;
+        let mail = received.last().unwrap();
+        assert_eq!(mail.header("To"), Some(address.as_str()));
+        let links = mail.links();
+        assert_eq!(links.len(), 1, "exactly one link: {}", mail.body);
+        assert!(
+            links[0].starts_with(&format!("{base}/api/auth/e-mail?token=")),
+            "{}",
+            links[0]
+        );
+        // opened in the browser that asked for it: its JSON, as Chromium shows it
+        browser.navigate(&links[0]).await;
+        let shown = browser
+            .eval("(document.querySelector('pre') ?? document.body).innerText")
+            .await;
+        let opened: Json = serde_json::from_str(shown.as_str().unwrap()).unwrap_or_else(|_| panic!("{shown}"));
+        let key = opened["key"].as_str().unwrap_or_else(|| panic!("{opened}"));
+        let signed_in = exchange(&app, key).await;
+        assert_eq!(signed_in["accounts"], json!([]), "a new login has no accounts");
+    }
+}
+
+/// Waits for the passkey page's outcome: the session token shown in `#key`,
+/// or (a failure) the error in `#status`.
+async fn passkey_key(browser: &mut Browser) -> String {
+    browser
+        .wait_for("document.querySelector('#key')?.textContent !== '' || document.querySelector('#status')?.textContent !== ''")
+        .await;
+    let key = browser.eval("document.querySelector('#key').textContent").await;
+    let failed = text_of(browser, "#status").await;
+    assert_eq!(failed, "", "the passkey page failed");
+    key.as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_passkey_is_registered_and_then_signs_in_with_the_browsers_virtual_authenticator() {
+    let (app, _sink, base) = app_at_localhost().await;
+    let mut browser = Browser::launch().await;
+    browser.command("WebAuthn.enable", json!({})).await;
+    browser
+        .command(
+            "WebAuthn.addVirtualAuthenticator",
+            json!({"options": {
+                "protocol": "ctap2",
+                "transport": "internal",
+                "hasResidentKey": true,
+                "hasUserVerification": true,
+                "isUserVerified": true,
+                "automaticPresenceSimulation": true,
+            }}),
+        )
+        .await;
+
+    browser
+        .navigate(&format!("{base}/api/auth/passkey/register?lang=et"))
+        .await;
+    assert_eq!(browser.eval("document.documentElement.lang").await, "et");
+    assert_eq!(text_of(&mut browser, "h1").await, "Loo pääsuvõti");
+    browser.screenshot("passkey-register-et").await;
+    browser
+        .navigate(&format!("{base}/api/auth/passkey/register?lang=en"))
+        .await;
+    assert_eq!(text_of(&mut browser, "h1").await, "Create a passkey");
+    browser.screenshot("passkey-register-en").await;
+
+    browser
+        .eval("document.querySelector('#device').value = 'Test laptop'")
+        .await;
+    browser
+        .eval("document.querySelector('#passkey-register [type=submit]').click()")
+        .await;
+    let key = passkey_key(&mut browser).await;
+    browser.screenshot("passkey-registered").await;
+    let registered = exchange(&app, &key).await;
+    assert_eq!(registered["accounts"], json!([]), "a new login has no accounts");
+    let token = registered["token"].as_str().unwrap();
+    let (status, body) = app.post("/api/new", token, json!({"database": "browser_db"})).await;
+    assert_eq!(status, 201, "{body}");
+
+    browser.navigate(&format!("{base}/api/auth/passkey?lang=en")).await;
+    assert_eq!(text_of(&mut browser, "h1").await, "Sign in with a passkey");
+    browser.screenshot("passkey-sign-in-en").await;
+    browser.eval("document.querySelector('#passkey-sign-in').click()").await;
+    let key = passkey_key(&mut browser).await;
+    browser.screenshot("passkey-signed-in").await;
+    let signed_in = exchange(&app, &key).await;
+    assert_eq!(signed_in["accounts"][0]["_id"], "browser_db", "{signed_in}");
+    let person = signed_in["accounts"][0]["user"]["_id"].as_str().unwrap();
+    let (status, me) = app
+        .get(
+            &format!("/api/browser_db/entity/{person}"),
+            signed_in["token"].as_str().unwrap(),
+        )
+        .await;
+    assert_eq!(status, 200, "{me}");
+    let login = &me["entity"]["service_user"][0];
+    assert_eq!(
+        (login["string"].as_str(), login["provider"].as_str()),
+        (Some("Test laptop"), Some("passkey")),
+        "{me}"
+    );
+}
