@@ -118,6 +118,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         oidc: OidcProviders::from_settings(&settings.auth)?,
         passkeys: Passkeys::from_settings(&settings.auth.webauthn, &settings.http.public_url),
         public_url: settings.http.public_url.trim_end_matches('/').to_owned(),
+        api_url: settings.http.oauth_issuer(),
     };
     Ok(web::Data::new(AppState {
         pool,

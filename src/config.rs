@@ -31,6 +31,18 @@ pub struct HttpSettings {
     pub json_body_limit_bytes: usize,
 }
 
+impl HttpSettings {
+    /// `{api_url}`, the OAuth issuer: `api_url`, else `public_url`; no trailing slash.
+    pub fn oauth_issuer(&self) -> String {
+        let issuer = if self.api_url.is_empty() {
+            &self.public_url
+        } else {
+            &self.api_url
+        };
+        issuer.trim_end_matches('/').to_owned()
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct DatabaseSettings {
     pub url: String,

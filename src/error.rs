@@ -73,6 +73,18 @@ error_codes! {
         InvalidNext = "invalid_next",
         /// A sign-in link or session token that is unknown, used, expired, or from another address.
         InvalidSignIn = "invalid_sign_in",
+        /// OAuth (RFC 6749 §5.2): a request missing or malforming a parameter.
+        InvalidRequest = "invalid_request",
+        /// OAuth: an unknown, tampered or expired `client_id`, or a `redirect_uri` not registered for it.
+        InvalidClient = "invalid_client",
+        /// OAuth: an unknown, used or expired code, or one the verifier, redirect URI or client does not match.
+        InvalidGrant = "invalid_grant",
+        UnsupportedGrantType = "unsupported_grant_type",
+        /// OAuth registration (RFC 7591): a redirect URI that is not an absolute URI.
+        InvalidRedirectUri = "invalid_redirect_uri",
+        InvalidClientMetadata = "invalid_client_metadata",
+        /// OAuth (RFC 8707): a `resource` other than the authorization's.
+        InvalidTarget = "invalid_target",
     }
     UNAUTHORIZED {
         Unauthorized = "unauthorized",

@@ -1,7 +1,8 @@
-//! Credentials and tokens: API keys (scrypt hashes), JWTs, and the logins
-//! identity providers vouch for.
+//! Credentials and tokens: API keys (scrypt hashes), JWTs, the logins
+//! identity providers vouch for, and the OAuth server's signed clients.
 
 pub mod api_key;
 pub mod clock;
 pub mod jwt;
 pub mod login;
+pub mod oauth;

@@ -8,6 +8,7 @@ pub mod list;
 pub mod metrics;
 pub mod middleware;
 pub mod new_db;
+pub mod oauth;
 pub mod openapi;
 pub mod passkey;
 pub mod property;
@@ -227,6 +228,11 @@ pub fn endpoints() -> Vec<Endpoint> {
         at(M::GET, "/api/auth/refresh", auth::refresh),
         // Before `/api/auth/{provider}`, which would take `choose` for a provider.
         at(M::GET, "/api/auth/choose", sign_in::choose),
+        at(M::GET, "/.well-known/oauth-authorization-server", oauth::metadata),
+        at(M::POST, "/auth/register", oauth::register),
+        at(M::GET, "/auth/authorize", oauth::authorize),
+        at(M::GET, "/auth/authorize/complete", oauth::complete),
+        at(M::POST, "/auth/token", oauth::token),
         at(M::GET, "/api/auth/passkey/register", passkey::register_page),
         at(M::GET, "/api/auth/passkey/passkey.js", passkey::script),
         at(M::POST, "/api/auth/passkey/register/options", passkey::register_options),

@@ -15,7 +15,7 @@ use super::views::entities::Entity;
 use super::views::responses::error_response;
 use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
 use super::views::writes::{Counter, NewValue};
-use super::{auth, entity, files, health, list, metrics, new_db, passkey, property, sign_in, usage};
+use super::{auth, entity, files, health, list, metrics, new_db, oauth, passkey, property, sign_in, usage};
 use crate::error::{ApiError, ErrorBody};
 
 #[derive(OpenApi)]
@@ -33,6 +33,11 @@ use crate::error::{ApiError, ErrorBody};
         auth::authenticate,
         auth::refresh,
         sign_in::choose,
+        oauth::metadata,
+        oauth::register,
+        oauth::authorize,
+        oauth::complete,
+        oauth::token,
         passkey::register_page,
         passkey::script,
         passkey::register_options,
@@ -78,6 +83,7 @@ use crate::error::{ApiError, ErrorBody};
         (name = "files", description = "Thumbnails and the local storage backend's signed URLs"),
         (name = "usage", description = "Database usage"),
         (name = "databases", description = "New databases"),
+        (name = "oauth", description = "The OAuth 2.1 authorization server, at {api_url}: registration, authorize, token"),
     )
 )]
 struct ApiDoc;

@@ -13,7 +13,7 @@ use super::{AppState, Caller, client_ip};
 use crate::auth::login::PASSKEY_PROVIDER;
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::sign_in::passkey::{Begun, PasskeyAsked};
-use crate::sign_in::{Completed, Lang, accounts, check_next};
+use crate::sign_in::{Completed, Lang, accounts};
 
 #[derive(Debug, Deserialize)]
 pub struct RegisterPageQuery {
@@ -100,7 +100,11 @@ pub async fn register_page(
     query: web::Query<RegisterPageQuery>,
 ) -> Result<HttpResponse, ApiError> {
     offered(&state)?;
-    let next = query.next.as_deref().map(check_next).transpose()?;
+    let next = query
+        .next
+        .as_deref()
+        .map(|next| state.sign_in.check_next(next))
+        .transpose()?;
     let carried = Carried {
         next,
         invite: query.invite.as_deref(),
@@ -127,7 +131,12 @@ pub async fn script() -> HttpResponse {
 /// Checks what a page asks to begin, from `req`'s address.
 fn asked(state: &AppState, req: &HttpRequest, body: CeremonyAsked) -> Result<PasskeyAsked, ApiError> {
     offered(state)?;
-    let next = body.next.as_deref().map(check_next).transpose()?.map(str::to_owned);
+    let next = body
+        .next
+        .as_deref()
+        .map(|next| state.sign_in.check_next(next))
+        .transpose()?
+        .map(str::to_owned);
     Ok(PasskeyAsked {
         device: body.device,
         next,

@@ -13,9 +13,9 @@ use super::{AppState, client_ip};
 use crate::auth::login::{EMAIL_PROVIDER, Login, PASSKEY_PROVIDER, PROVIDERS};
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::mail;
+use crate::sign_in::Lang;
 use crate::sign_in::email::LinkAsked;
 use crate::sign_in::oidc::Returned;
-use crate::sign_in::{Lang, check_next};
 
 #[derive(Debug, Deserialize)]
 pub struct SignInQuery {
@@ -99,7 +99,11 @@ pub async fn start(
 ) -> Result<HttpResponse, ApiError> {
     provider_checked(&state, &provider)?;
     let query = query.into_inner();
-    let next = query.next.as_deref().map(check_next).transpose()?;
+    let next = query
+        .next
+        .as_deref()
+        .map(|next| state.sign_in.check_next(next))
+        .transpose()?;
     if provider.as_str() == PASSKEY_PROVIDER {
         let carried = Carried {
             next,
@@ -190,7 +194,12 @@ pub async fn send_link(
             .await?;
         return signed_in(&state, &done.login, done.invite.as_deref(), &ip, done.next.as_deref()).await;
     }
-    let next = form.next.as_deref().map(check_next).transpose()?.map(str::to_owned);
+    let next = form
+        .next
+        .as_deref()
+        .map(|next| state.sign_in.check_next(next))
+        .transpose()?
+        .map(str::to_owned);
     let email = mail::address(form.email.as_deref().unwrap_or_default())?;
     if let Some(too_many) = limits.refuse_mail(email.as_ref(), &ip) {
         return Ok(too_many);
@@ -228,7 +237,11 @@ pub struct ChooserQuery {
     )
 )]
 pub async fn choose(state: web::Data<AppState>, query: web::Query<ChooserQuery>) -> Result<HttpResponse, ApiError> {
-    let next = query.next.as_deref().map(check_next).transpose()?;
+    let next = query
+        .next
+        .as_deref()
+        .map(|next| state.sign_in.check_next(next))
+        .transpose()?;
     let offered: Vec<&str> = PROVIDERS
         .into_iter()
         .filter(|provider| state.sign_in.offers(provider))

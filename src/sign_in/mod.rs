@@ -6,11 +6,13 @@
 //! - `accounts.rs`: the databases and persons a login reaches;
 //! - `invite.rs`: invitations, mailed and accepted;
 //! - `oidc.rs`: OpenID Connect providers (Google, Apple, eID brokers);
-//! - `passkey.rs`: passkeys (WebAuthn).
+//! - `passkey.rs`: passkeys (WebAuthn);
+//! - `oauth.rs`: the OAuth server's authorization requests and codes.
 
 pub mod accounts;
 pub mod email;
 pub mod invite;
+pub mod oauth;
 pub mod oidc;
 pub mod passkey;
 
@@ -38,6 +40,8 @@ pub struct SignIn {
     pub passkeys: passkey::Passkeys,
     /// `http.public_url`, without a trailing slash.
     pub public_url: String,
+    /// `http.api_url` (the OAuth issuer), else `public_url`; no trailing slash.
+    pub api_url: String,
 }
 
 /// A provider's sign-in completed: who signed in, and where to.
@@ -56,6 +60,17 @@ impl SignIn {
             PASSKEY_PROVIDER => self.passkeys.is_configured(),
             provider => self.oidc.is_configured(provider),
         }
+    }
+
+    /// `next` as given, if a sign-in may send the browser there: an
+    /// absolute https URL, or this server's own OAuth completion (whatever
+    /// its scheme); 400 `invalid_next` otherwise.
+    pub fn check_next<'a>(&self, next: &'a str) -> Result<&'a str, ApiError> {
+        let completion = format!("{}/auth/authorize/complete?", self.api_url);
+        if next.starts_with(&completion) && !next.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Ok(next);
+        }
+        check_next(next)
     }
 
     /// A session token for `login`, bound to `client_ip`: 5 minutes, single
@@ -166,7 +181,7 @@ pub fn state_id(token: &str) -> String {
 }
 
 /// `next` as given, if it is an absolute https URL: 400 `invalid_next` otherwise.
-pub fn check_next(next: &str) -> Result<&str, ApiError> {
+fn check_next(next: &str) -> Result<&str, ApiError> {
     let host = next.strip_prefix("https://").unwrap_or_default();
     let well_formed = !host.is_empty()
         && !host.starts_with(['/', '?', '#', '@'])

@@ -9,11 +9,12 @@ use crate::error::{ErrorBody, ErrorCode};
 /// Error responses made outside the handlers (payload limits, method
 /// mismatches) get the same JSON body as every other error.
 pub fn json_error_body<B>(response: ServiceResponse<B>) -> actix_web::Result<ErrorHandlerResponse<B>> {
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|value| value.as_bytes().starts_with(b"application/json"));
-    if is_json || !(response.status().is_client_error() || response.status().is_server_error()) {
+    // A handler's own error is JSON, or a page for a person (text/html);
+    // actix's are plain text.
+    let made_by_a_handler = response.headers().get(header::CONTENT_TYPE).is_some_and(|value| {
+        value.as_bytes().starts_with(b"application/json") || value.as_bytes().starts_with(b"text/html")
+    });
+    if made_by_a_handler || !(response.status().is_client_error() || response.status().is_server_error()) {
         return Ok(ErrorHandlerResponse::Response(response.map_into_left_body()));
     }
     let status = response.status();

@@ -64,7 +64,7 @@ fn route_bucket(method: &Method, pattern: &str) -> Option<Bucket> {
         "/api/auth" | "/api/new" => true,
         // a refresh only re-signs a token the caller holds
         "/api/auth/refresh" => false,
-        _ => pattern.starts_with("/api/auth/"),
+        _ => pattern.starts_with("/api/auth/") || pattern.starts_with("/auth/"),
     };
     (signs_in && (method == Method::GET || method == Method::POST)).then_some(Bucket::Auth)
 }

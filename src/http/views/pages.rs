@@ -181,6 +181,19 @@ pub fn chooser(lang: Lang, offered: &[&str], next: Option<&str>, invite: Option<
     page(lang, t.choose_title, &main)
 }
 
+/// A 400 page for a person the browser brought with a request that cannot
+/// go on and cannot be sent back (an unknown OAuth client or redirect URI).
+pub fn refused(lang: Lang, message: &str) -> HttpResponse {
+    let title = match lang {
+        Lang::En => "Sign-in cannot continue",
+        Lang::Et => "Sisselogimist ei saa jätkata",
+    };
+    let main = format!("<h1>{title}</h1><p role=\"alert\">{}</p>", escape(message));
+    let mut response = page(lang, title, &main);
+    *response.status_mut() = actix_web::http::StatusCode::BAD_REQUEST;
+    response
+}
+
 /// What the form answers once the link is mailed.
 pub fn email_sent(lang: Lang) -> HttpResponse {
     let t = texts(lang);

@@ -1,0 +1,387 @@
+//! The OAuth 2.1 authorization server, end to end: registration, authorize
+//! through the e-mail provider (a real SMTP server), the code exchanged for
+//! an access token from another address, and every error of authorize and
+//! token.
+
+mod common;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::Duration;
+use common::TestApp;
+use common::email_login::{app_with_mail, ask_for_link, client_at, exchange, invite_bob, session_key};
+use common::smtp::SmtpSink;
+use serde_json::{Value as Json, json};
+use sha2::{Digest, Sha256};
+
+const REDIRECT: &str = "https://client.example/callback";
+const VERIFIER: &str = "a-verifier-of-at-least-forty-three-characters-0123456789";
+
+fn challenge(verifier: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+/// Registers a client for `REDIRECT`; answers its id.
+async fn register(app: &TestApp) -> String {
+    let body = json!({"client_name": "Test client", "redirect_uris": [REDIRECT]});
+    let response = app
+        .http
+        .post(format!("{}/auth/register", app.url))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let registered: Json = response.json().await.unwrap();
+    assert_eq!(registered["redirect_uris"], json!([REDIRECT]));
+    registered["client_id"].as_str().unwrap().to_owned()
+}
+
+/// The authorize URL with `params` over the usual ones (`None` drops one).
+fn authorize_url(app: &TestApp, client_id: &str, params: &[(&str, Option<&str>)]) -> String {
+    let challenge = challenge(VERIFIER);
+    let mut all: Vec<(&str, Option<&str>)> = vec![
+        ("client_id", Some(client_id)),
+        ("redirect_uri", Some(REDIRECT)),
+        ("response_type", Some("code")),
+        ("code_challenge", Some(&challenge)),
+        ("code_challenge_method", Some("S256")),
+        ("state", Some("st4te")),
+        ("db", Some("demo")),
+        ("provider", Some("e-mail")),
+    ];
+    for (name, value) in params {
+        match all.iter_mut().find(|(given, _)| given == name) {
+            Some(pair) => pair.1 = *value,
+            None => all.push((name, *value)),
+        }
+    }
+    let pairs: Vec<(&str, &str)> = all.into_iter().filter_map(|(n, v)| Some((n, v?))).collect();
+    format!(
+        "{}/auth/authorize?{}",
+        app.url,
+        serde_urlencoded::to_string(pairs).unwrap()
+    )
+}
+
+/// The `Location` of a 302 answer.
+fn location(response: &reqwest::Response) -> String {
+    assert_eq!(response.status(), 302, "{}", response.url());
+    response.headers()["location"].to_str().unwrap().to_owned()
+}
+
+/// A query parameter of `url`.
+fn param(url: &str, name: &str) -> Option<String> {
+    let query = url.split_once('?')?.1;
+    serde_urlencoded::from_str::<Vec<(String, String)>>(query)
+        .unwrap()
+        .into_iter()
+        .find_map(|(n, v)| (n == name).then_some(v))
+}
+
+/// Runs authorize → e-mail sign-in as `email` (the `mails` already received)
+/// → completion, from 127.0.0.1; answers where the browser is sent at the end.
+async fn authorize_as(app: &TestApp, sink: &SmtpSink, client_id: &str, email: &str, mails: usize) -> String {
+    let browser = client_at("127.0.0.1");
+    let to_sign_in = location(&browser.get(authorize_url(app, client_id, &[])).send().await.unwrap());
+    assert!(
+        to_sign_in.starts_with(&format!("{}/api/auth/e-mail?", app.url)),
+        "{to_sign_in}"
+    );
+    let next = param(&to_sign_in, "next").expect("the sign-in returns to the authorization");
+    assert_eq!(ask_for_link(app, &browser, email, &[("next", &next)]).await, 200);
+    let link = sink.wait_for(mails + 1).await.last().unwrap().links()[0].clone();
+    let completion = location(&browser.get(&link).send().await.unwrap());
+    assert!(
+        completion.starts_with(&format!("{}/auth/authorize/complete?", app.url)),
+        "{completion}"
+    );
+    location(&browser.get(&completion).send().await.unwrap())
+}
+
+/// POSTs the token form from `address`; answers status and body.
+async fn token(app: &TestApp, address: &str, form: &[(&str, &str)]) -> (u16, Json) {
+    let response = client_at(address)
+        .post(format!("{}/auth/token", app.url))
+        .form(form)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+/// An app whose `bob@example.com` login is Bob, a person of `demo`; answers Bob's id.
+async fn app_with_bob() -> (TestApp, SmtpSink, String) {
+    let (app, sink) = app_with_mail(&[]).await;
+    let owner = app.owner_token().await;
+    let (bob, invite) = invite_bob(&app, &sink, &owner, 0).await;
+    let key = session_key(&app, &sink, "bob@example.com", &[], 1).await;
+    assert_eq!(exchange(&app, &key, &format!("?invite={invite}")).await.0, 200);
+    (app, sink, bob)
+}
+
+/// A code for Bob, with the client it was issued to.
+async fn code_for_bob(app: &TestApp, sink: &SmtpSink, mails: usize) -> (String, String) {
+    let client_id = register(app).await;
+    let back = authorize_as(app, sink, &client_id, "bob@example.com", mails).await;
+    assert!(back.starts_with(REDIRECT), "{back}");
+    assert_eq!(param(&back, "state").as_deref(), Some("st4te"));
+    (client_id, param(&back, "code").expect("a code"))
+}
+
+#[tokio::test]
+async fn the_metadata_lists_the_endpoints_at_the_issuers_root_only() {
+    let app = TestApp::start().await;
+    let (status, metadata) = app
+        .call("GET", "/.well-known/oauth-authorization-server", None, None)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        metadata,
+        json!({
+            "issuer": app.url,
+            "authorization_endpoint": format!("{}/auth/authorize", app.url),
+            "token_endpoint": format!("{}/auth/token", app.url),
+            "registration_endpoint": format!("{}/auth/register", app.url),
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code"],
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["none"],
+        })
+    );
+    let (status, _) = app
+        .call("GET", "/api/.well-known/oauth-authorization-server", None, None)
+        .await;
+    assert_eq!(status, 404, "no alias under /api");
+}
+
+#[tokio::test]
+async fn registration_takes_one_to_ten_absolute_redirect_uris_and_cuts_the_name() {
+    let app = TestApp::start().await;
+    let post = |body: Json| {
+        let request = app.http.post(format!("{}/auth/register", app.url)).json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Json>().await.unwrap())
+        }
+    };
+    let (status, registered) =
+        post(json!({"client_name": "x".repeat(250), "redirect_uris": ["myapp:callback", "http://127.0.0.1:4000/cb"]}))
+            .await;
+    assert_eq!(status, 201, "{registered}");
+    assert_eq!(registered["client_name"].as_str().unwrap().chars().count(), 200);
+    assert_eq!(registered["token_endpoint_auth_method"], "none");
+    assert!(registered.get("client_secret").is_none());
+    for body in [
+        json!({"redirect_uris": []}),
+        json!({"redirect_uris": vec![REDIRECT; 11]}),
+        json!({"redirect_uris": ["/relative"]}),
+        json!({"redirect_uris": ["https://a.example/cb#fragment"]}),
+    ] {
+        let (status, refused) = post(body.clone()).await;
+        assert_eq!(
+            (status, refused["error"].as_str()),
+            (400, Some("invalid_redirect_uri")),
+            "{body}"
+        );
+        assert!(refused["error_description"].is_string(), "{refused}");
+    }
+    let (status, refused) = post(json!({"client_name": "no uris"})).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (400, Some("invalid_client_metadata")),
+        "{refused}"
+    );
+}
+
+#[tokio::test]
+async fn the_whole_flow_gives_a_token_for_the_one_database_usable_from_any_address_and_not_refreshable() {
+    let (app, sink, _) = app_with_bob().await;
+    let (client_id, code) = code_for_bob(&app, &sink, 2).await;
+    let verifier = VERIFIER;
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", verifier),
+        ("client_id", client_id.as_str()),
+    ];
+    let (status, answer) = token(&app, "127.0.0.2", &form).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        (answer["token_type"].as_str(), answer["expires_in"].as_i64()),
+        (Some("Bearer"), Some(43200))
+    );
+    let access = answer["access_token"].as_str().unwrap();
+    // a REST call from a third address: not bound
+    let response = client_at("127.0.0.3")
+        .get(format!("{}/api/demo", app.url))
+        .bearer_auth(access)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let (status, refreshed) = app.call("GET", "/api/auth/refresh", Some(access), None).await;
+    assert_eq!(
+        (status, refreshed["message"].as_str()),
+        (401, Some("Invalid token")),
+        "{refreshed}"
+    );
+    // the code worked once
+    let (status, replay) = token(&app, "127.0.0.2", &form).await;
+    assert_eq!(
+        (status, replay["error"].as_str()),
+        (400, Some("invalid_grant")),
+        "{replay}"
+    );
+}
+
+#[tokio::test]
+async fn a_login_that_is_no_person_in_the_database_is_sent_back_with_access_denied() {
+    let (app, sink) = app_with_mail(&[]).await;
+    let client_id = register(&app).await;
+    let back = authorize_as(&app, &sink, &client_id, "stranger@example.com", 0).await;
+    assert!(back.starts_with(REDIRECT), "{back}");
+    assert_eq!(param(&back, "error").as_deref(), Some("access_denied"));
+    assert_eq!(param(&back, "state").as_deref(), Some("st4te"));
+    assert_eq!(param(&back, "code"), None);
+}
+
+#[tokio::test]
+async fn an_unknown_client_or_an_unregistered_redirect_uri_gets_a_400_never_a_redirect() {
+    let app = TestApp::start().await;
+    let client_id = register(&app).await;
+    let mut tampered = client_id.clone();
+    tampered.insert(client_id.len() / 2, 'A');
+    for url in [
+        authorize_url(&app, "not-a-client", &[]),
+        authorize_url(&app, &tampered, &[]),
+        authorize_url(&app, &client_id, &[("redirect_uri", Some("https://evil.example/cb"))]),
+        authorize_url(&app, &client_id, &[("redirect_uri", None)]),
+    ] {
+        let page = client_at("127.0.0.1").get(&url).send().await.unwrap();
+        assert_eq!(page.status(), 400, "{url}");
+        let content_type = page.headers()["content-type"].to_str().unwrap().to_owned();
+        assert!(
+            content_type.starts_with("text/html"),
+            "{url}: {content_type} {}",
+            page.text().await.unwrap()
+        );
+        let json = client_at("127.0.0.1")
+            .get(&url)
+            .header("Accept", "application/json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(json.status(), 400);
+        let body: Json = json.json().await.unwrap();
+        assert_eq!(body["error"], "invalid_client", "{body}");
+    }
+}
+
+#[tokio::test]
+async fn every_other_authorize_problem_goes_back_to_the_redirect_uri_with_the_state() {
+    let app = TestApp::start().await;
+    let client_id = register(&app).await;
+    let other_host = "https://elsewhere.example/api/demo/mcp";
+    for (params, error) in [
+        (vec![("response_type", Some("token"))], "unsupported_response_type"),
+        (vec![("code_challenge", None)], "invalid_request"),
+        (vec![("code_challenge_method", Some("plain"))], "invalid_request"),
+        (vec![("code_challenge_method", None)], "invalid_request"),
+        (vec![("db", None)], "invalid_request"),
+        (vec![("db", None), ("resource", Some(other_host))], "invalid_request"),
+        (vec![("db", Some("no_such_db"))], "invalid_request"),
+        (vec![("provider", Some("myspace"))], "invalid_request"),
+    ] {
+        let response = client_at("127.0.0.1")
+            .get(authorize_url(&app, &client_id, &params))
+            .send()
+            .await
+            .unwrap();
+        let back = location(&response);
+        assert!(back.starts_with(REDIRECT), "{params:?}: {back}");
+        assert_eq!(param(&back, "error").as_deref(), Some(error), "{params:?}");
+        assert!(param(&back, "error_description").is_some());
+        assert_eq!(param(&back, "state").as_deref(), Some("st4te"));
+    }
+    // a resource on this host names the database; no provider: the chooser
+    let resource = format!("{}/api/demo/mcp", app.url);
+    let params = [("db", None), ("resource", Some(resource.as_str())), ("provider", None)];
+    let response = client_at("127.0.0.1")
+        .get(authorize_url(&app, &client_id, &params))
+        .send()
+        .await
+        .unwrap();
+    let to = location(&response);
+    assert!(to.starts_with(&format!("{}/api/auth/choose?next=", app.url)), "{to}");
+}
+
+#[tokio::test]
+async fn the_token_endpoint_refuses_a_wrong_verifier_redirect_uri_client_or_resource_and_each_uses_the_code() {
+    let (app, sink, _) = app_with_bob().await;
+    let mut mails = 2;
+    for (field, value, error) in [
+        (
+            "code_verifier",
+            "a-wrong-verifier-of-at-least-forty-three-characters-000",
+            "invalid_grant",
+        ),
+        ("redirect_uri", "https://client.example/other", "invalid_grant"),
+        ("client_id", "another-client", "invalid_grant"),
+        ("resource", "https://elsewhere.example/api/demo/mcp", "invalid_target"),
+    ] {
+        let (_, code) = code_for_bob(&app, &sink, mails).await;
+        mails += 1;
+        let mut form = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("redirect_uri", REDIRECT),
+            ("code_verifier", VERIFIER),
+        ];
+        match form.iter_mut().find(|(name, _)| *name == field) {
+            Some(pair) => pair.1 = value,
+            None => form.push((field, value)),
+        }
+        let (status, refused) = token(&app, "127.0.0.1", &form).await;
+        assert_eq!(
+            (status, refused["error"].as_str()),
+            (400, Some(error)),
+            "{field}: {refused}"
+        );
+        assert!(refused["error_description"].is_string());
+        let right = [
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("redirect_uri", REDIRECT),
+            ("code_verifier", VERIFIER),
+        ];
+        let (status, _) = token(&app, "127.0.0.1", &right).await;
+        assert_eq!(status, 400, "{field}: a refused attempt used the code");
+    }
+    // a code lives 5 minutes
+    let (_, code) = code_for_bob(&app, &sink, mails).await;
+    app.state.clock.advance(Duration::seconds(5 * 60));
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", VERIFIER),
+    ];
+    let (status, expired) = token(&app, "127.0.0.1", &form).await;
+    assert_eq!(
+        (status, expired["error"].as_str()),
+        (400, Some("invalid_grant")),
+        "{expired}"
+    );
+    for (form, error) in [
+        (vec![("grant_type", "password")], "unsupported_grant_type"),
+        (vec![], "invalid_request"),
+        (vec![("grant_type", "authorization_code")], "invalid_request"),
+    ] {
+        let (status, refused) = token(&app, "127.0.0.1", &form).await;
+        assert_eq!((status, refused["error"].as_str()), (400, Some(error)), "{form:?}");
+    }
+}
