@@ -144,7 +144,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
 
 /// Starts serving on `listener`; the returned server runs until stopped.
 pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpListener) -> std::io::Result<Server> {
-    // Buffered bodies are the JSON writes; the storage upload streams under its own limit.
+    // Buffered bodies are the JSON writes and the sign-in forms; the storage upload streams under its own limit.
     let json_body_limit = settings.http.json_body_limit_bytes;
     let limits = web::Data::new(limits::RateLimits::from_settings(&settings.limits));
     let metrics_token = web::Data::new(http::metrics::MetricsToken(settings.metrics.token.clone()));
@@ -155,6 +155,9 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
             .app_data(limits.clone())
             .app_data(metrics_token.clone())
             .app_data(web::PayloadConfig::new(json_body_limit))
+            // the typed extractors (sign-in and OAuth bodies) keep to the same bound
+            .app_data(web::JsonConfig::default().limit(json_body_limit))
+            .app_data(web::FormConfig::default().limit(json_body_limit))
             .app_data(
                 web::QueryConfig::default()
                     .error_handler(|error, _| ApiError::new(ErrorCode::InvalidQuery, error.to_string()).into()),

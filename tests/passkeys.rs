@@ -96,7 +96,8 @@ impl Device {
     }
 }
 
-/// The credential id of the passkey login a token's `sub` names.
+/// The credential id of the passkey login a token's `sub` names (its login
+/// id is the credential id and a digest of its key).
 fn passkey_id(token: &str) -> String {
     use base64::Engine;
     let payload = token.split('.').nth(1).unwrap();
@@ -107,7 +108,8 @@ fn passkey_id(token: &str) -> String {
     )
     .unwrap();
     let sub = claims["sub"].as_str().unwrap();
-    sub.strip_prefix("login:passkey:").expect("a passkey login").to_owned()
+    let uid = sub.strip_prefix("login:passkey:").expect("a passkey login");
+    uid.split_once('.').expect("credential id . key digest").0.to_owned()
 }
 
 /// The `service_user` values of `person` in `db`, as `token` reads them.

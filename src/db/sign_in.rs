@@ -131,36 +131,54 @@ pub fn login_value(db: &str, entity_id: &str, login: &Login, now: DateTime<Utc>)
     }
 }
 
-/// The passkey whose login identity is `identity`, as a live login method
-/// on a live person stores it (the earliest stored, should several databases
-/// hold it).
-pub async fn stored_passkey(conn: &mut AsyncPgConnection, identity: &str) -> QueryResult<Option<StoredPasskey>> {
+/// The passkeys stored under credential id `credential_id` (base64url), by
+/// login identity (`passkey:<credential id>.<key digest>`), as live login
+/// methods on live persons keep them; normally one. The earliest stored of
+/// each identity.
+pub async fn stored_passkeys(
+    conn: &mut AsyncPgConnection,
+    credential_id: &str,
+) -> QueryResult<Vec<(String, StoredPasskey)>> {
     #[derive(QueryableByName)]
     struct Stored {
+        #[diesel(sql_type = Text)]
+        identity: String,
         #[diesel(sql_type = Text)]
         device: String,
         #[diesel(sql_type = Text)]
         credential: String,
     }
-    let stored: Option<Stored> = diesel::sql_query(
-        "SELECT v.string AS device, v.secret AS credential FROM property_values v \
+    // base64url has `_`, a LIKE wildcard: escaped.
+    let prefix = format!(
+        "{PASSKEY_PROVIDER}:{}.%",
+        credential_id.replace('\\', "\\\\").replace('_', "\\_")
+    );
+    // `login_provider = 'passkey'` is written out so the partial index serves it.
+    let stored: Vec<Stored> = diesel::sql_query(
+        "SELECT DISTINCT ON (v.secret_lookup) v.secret_lookup AS identity, v.string AS device, v.secret AS credential \
+         FROM property_values v \
          JOIN entities e ON e.db = v.db AND e.id = v.entity_id AND e.deleted_at IS NULL \
-         WHERE v.secret_lookup = $1 AND v.prop = $2 AND v.login_provider = $3 AND v.deleted_at IS NULL \
-         AND v.string IS NOT NULL AND v.secret IS NOT NULL \
-         ORDER BY v.created_at, v.id LIMIT 1",
+         WHERE v.login_provider = 'passkey' AND v.deleted_at IS NULL AND v.secret_lookup LIKE $1 \
+         AND v.prop = $2 AND v.string IS NOT NULL AND v.secret IS NOT NULL \
+         ORDER BY v.secret_lookup, v.created_at, v.id LIMIT 10",
     )
-    .bind::<Text, _>(identity)
+    .bind::<Text, _>(prefix)
     .bind::<Text, _>(LOGIN_PROPERTY)
-    .bind::<Text, _>(PASSKEY_PROVIDER)
-    .get_result(conn)
-    .await
-    .optional()?;
-    Ok(stored.and_then(|stored| {
-        Some(StoredPasskey {
-            device: stored.device,
-            credential: serde_json::from_str(&stored.credential).ok()?,
+    .load(conn)
+    .await?;
+    Ok(stored
+        .into_iter()
+        .filter_map(|stored| {
+            let credential = serde_json::from_str(&stored.credential).ok()?;
+            Some((
+                stored.identity,
+                StoredPasskey {
+                    device: stored.device,
+                    credential,
+                },
+            ))
         })
-    }))
+        .collect())
 }
 
 /// Stores a passkey's credential after a sign-in moved its signature

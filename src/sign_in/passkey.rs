@@ -12,6 +12,7 @@ use diesel_async::AsyncPgConnection;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
+use sha2::{Digest, Sha256};
 use webauthn_rs::prelude::{
     DiscoverableAuthentication, Passkey, PasskeyRegistration, PublicKeyCredential, RegisterPublicKeyCredential, Url,
     Uuid, Webauthn, WebauthnBuilder,
@@ -148,8 +149,9 @@ impl SignIn {
             device: ceremony.device.unwrap_or_else(|| UNNAMED_DEVICE.to_owned()),
             credential: to_json(&passkey)?,
         };
+        let uid = passkey_uid(passkey.cred_id().as_ref(), &to_json(passkey.get_public_key())?);
         Ok(Completed {
-            login: passkey_login(passkey.cred_id().as_ref(), stored),
+            login: passkey_login(uid, stored),
             next: ceremony.next,
             invite: ceremony.invite,
         })
@@ -188,27 +190,35 @@ impl SignIn {
         let relying_party = self.passkeys.relying_party()?;
         let ceremony: Ceremony<DiscoverableAuthentication> = self.take(token, SIGN_IN, client_ip, now).await?;
         let credential: PublicKeyCredential = from_browser(credential)?;
-        let identity = passkey_login(credential.get_credential_id(), unstored()).identity();
-        let mut stored = sign_in::stored_passkey(conn, &identity)
-            .await?
-            .ok_or_else(|| refused("this passkey belongs to no person here"))?;
-        let mut passkey: Passkey = serde_json::from_value(stored.credential.clone())
-            .map_err(|error| ApiError::internal("a stored passkey does not read", error))?;
-        let verified = relying_party
-            .finish_discoverable_authentication_v2(&credential, ceremony.state, &passkey)
-            .map_err(|error| {
-                tracing::info!(%error, "a passkey sign-in was refused");
-                refused("the passkey's answer did not verify")
-            })?;
-        if passkey.update_credential(&verified) == Some(true) {
-            stored.credential = to_json(&passkey)?;
-            sign_in::update_passkey(conn, &identity, &stored.credential).await?;
+        let credential_id = URL_SAFE_NO_PAD.encode(credential.get_credential_id());
+        // Normally one; more only if someone registered another key under
+        // this id: the one whose key verifies the answer is the login.
+        for (identity, mut stored) in sign_in::stored_passkeys(conn, &credential_id).await? {
+            let mut passkey: Passkey = serde_json::from_value(stored.credential.clone())
+                .map_err(|error| ApiError::internal("a stored passkey does not read", error))?;
+            let Ok(verified) =
+                relying_party.finish_discoverable_authentication_v2(&credential, ceremony.state.clone(), &passkey)
+            else {
+                continue;
+            };
+            if passkey.update_credential(&verified) == Some(true) {
+                stored.credential = to_json(&passkey)?;
+                sign_in::update_passkey(conn, &identity, &stored.credential).await?;
+            }
+            let uid = identity
+                .strip_prefix(&format!("{PASSKEY_PROVIDER}:"))
+                .unwrap_or_default()
+                .to_owned();
+            return Ok(Completed {
+                login: passkey_login(uid, stored),
+                next: ceremony.next,
+                invite: ceremony.invite,
+            });
         }
-        Ok(Completed {
-            login: passkey_login(credential.get_credential_id(), stored),
-            next: ceremony.next,
-            invite: ceremony.invite,
-        })
+        tracing::info!("a passkey sign-in matched no stored passkey");
+        Err(refused(
+            "this passkey belongs to no person here, or its answer did not verify",
+        ))
     }
 
     /// Records `ceremony` as state of `kind` for `client_ip`; answers its token.
@@ -251,22 +261,25 @@ impl SignIn {
     }
 }
 
-/// The login of the passkey whose credential id is `credential_id`.
-fn passkey_login(credential_id: &[u8], stored: StoredPasskey) -> Login {
+/// A passkey's login id: its credential id (base64url) and a digest of its
+/// public key, so that another key registered under the same credential id
+/// is another login, never the first one's.
+fn passkey_uid(credential_id: &[u8], public_key: &Json) -> String {
+    let digest = Sha256::digest(public_key.to_string().as_bytes());
+    format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(credential_id),
+        hex::encode(&digest[..16])
+    )
+}
+
+fn passkey_login(uid: String, stored: StoredPasskey) -> Login {
     Login {
         provider: PASSKEY_PROVIDER.to_owned(),
-        uid: URL_SAFE_NO_PAD.encode(credential_id),
+        uid,
         email: None,
         name: None,
         passkey: Some(stored),
-    }
-}
-
-/// A placeholder for a login only asked for its identity.
-fn unstored() -> StoredPasskey {
-    StoredPasskey {
-        device: String::new(),
-        credential: Json::Null,
     }
 }
 
@@ -298,6 +311,18 @@ fn to_json(value: &impl Serialize) -> Result<Json, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn another_key_under_the_same_credential_id_is_another_login() {
+        let first = passkey_uid(b"credential", &serde_json::json!({"x": "AQ", "y": "Ag"}));
+        let other = passkey_uid(b"credential", &serde_json::json!({"x": "Aw", "y": "BA"}));
+        assert!(first.starts_with("Y3JlZGVudGlhbA."), "{first}");
+        assert_ne!(first, other);
+        assert_eq!(
+            first,
+            passkey_uid(b"credential", &serde_json::json!({"x": "AQ", "y": "Ag"}))
+        );
+    }
 
     #[test]
     fn a_device_name_is_trimmed_cut_and_never_empty() {

@@ -24,8 +24,9 @@ use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
 use crate::rights::{Right, RightsLists, Sharing, has_right};
 
 /// Bounds what one write may cost, before anything else is done with it: at
-/// most `max_values` values (`limits.max_values_per_write`) and
-/// `MAX_KEYS_PER_WRITE` API keys; more → 413 `too_many_values`.
+/// most `max_values` values (`limits.max_values_per_write`),
+/// `MAX_KEYS_PER_WRITE` API keys and one invitation (each is a mail);
+/// more → 413 `too_many_values`.
 pub fn check_size(values: &[ValueInput], max_values: usize) -> Result<(), ApiError> {
     let too_many = |message: String| Err(ApiError::new(ErrorCode::TooManyValues, message));
     if values.len() > max_values {
@@ -34,6 +35,11 @@ pub fn check_size(values: &[ValueInput], max_values: usize) -> Result<(), ApiErr
     if values.iter().filter(|v| v.prop == API_KEY_PROPERTY).count() > MAX_KEYS_PER_WRITE {
         return too_many(format!(
             "A write holds at most {MAX_KEYS_PER_WRITE} {API_KEY_PROPERTY} values"
+        ));
+    }
+    if values.iter().filter(|v| v.prop == LOGIN_PROPERTY).count() > 1 {
+        return too_many(format!(
+            "A write holds at most one {LOGIN_PROPERTY} value (an invitation)"
         ));
     }
     Ok(())
@@ -331,6 +337,15 @@ mod tests {
         assert_eq!(
             refusal(check_size(&keys, 100)),
             (413, format!("A write holds at most 10 {API_KEY_PROPERTY} values"))
+        );
+        let invitations = [text(LOGIN_PROPERTY), text(LOGIN_PROPERTY)];
+        assert!(check_size(&invitations[1..], 100).is_ok());
+        assert_eq!(
+            refusal(check_size(&invitations, 100)),
+            (
+                413,
+                format!("A write holds at most one {LOGIN_PROPERTY} value (an invitation)")
+            )
         );
     }
 

@@ -1,0 +1,1 @@
+DROP INDEX property_values_passkeys;
