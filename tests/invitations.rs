@@ -277,3 +277,27 @@ async fn only_an_owner_or_the_person_itself_may_invite_a_login_to_a_person() {
     assert_eq!(status, 403);
     assert!(sink.mails().is_empty());
 }
+
+#[tokio::test]
+async fn deleting_a_login_method_ends_the_tokens_of_that_login() {
+    let (app, sink) = app_with_mail(&[("auth.revocation_check_seconds", "0".to_owned())]).await;
+    let owner = app.owner_token().await;
+    let (bob, invite) = common::email_login::invite_bob(&app, &sink, &owner, 0).await;
+    let key = session_key(&app, &sink, "bob@example.com", &[], 1).await;
+    let (status, body) = exchange(&app, &key, &format!("?invite={invite}")).await;
+    assert_eq!(status, 200, "{body}");
+    let token = body["token"].as_str().unwrap().to_owned();
+    assert_eq!(app.get("/api/demo", &token).await.0, 200);
+    let (_, entity) = app.get(&format!("/api/demo/entity/{bob}"), &owner).await;
+    let login = entity["entity"]["service_user"][0]["_id"].as_str().unwrap().to_owned();
+    let (status, _) = app
+        .call("DELETE", &format!("/api/demo/property/{login}"), Some(&owner), None)
+        .await;
+    assert_eq!(status, 200);
+    let (status, refused) = app.get("/api/demo", &token).await;
+    assert_eq!(
+        (status, refused["message"].as_str()),
+        (401, Some("Invalid token")),
+        "{refused}"
+    );
+}

@@ -14,6 +14,8 @@ use super::views::responses::ReadUnavailable;
 use super::{AppState, bearer, client_ip};
 use crate::auth::api_key;
 use crate::auth::jwt::{Claims, Refusal};
+use crate::auth::login::identity_of;
+use crate::db::sign_in::persons_of_login;
 use crate::db::{Pool, values};
 use crate::error::{ApiError, ErrorBody};
 use crate::metrics;
@@ -102,7 +104,8 @@ impl LoginChecks {
     }
 }
 
-/// The databases of `claims` whose person is live, or `None` when the login is revoked.
+/// The databases of `claims` whose person is live (and, for a provider
+/// login, still holds it), or `None` when the login is revoked.
 async fn look_up(pool: &Pool, claims: &Claims) -> Result<Option<BTreeMap<String, String>>, ApiError> {
     let key = api_key_of(&claims.sub);
     let persons: Vec<(&str, &str)> = claims
@@ -115,7 +118,15 @@ async fn look_up(pool: &Pool, claims: &Claims) -> Result<Option<BTreeMap<String,
     if key.is_some() && !key_live {
         return Ok(None);
     }
-    let accounts: BTreeMap<String, String> = live.into_iter().collect();
+    let mut accounts: BTreeMap<String, String> = live.into_iter().collect();
+    // A provider login keeps only the persons that still hold it: deleting
+    // the login method ends its tokens as deleting an API key does.
+    if let Some(identity) = identity_of(&claims.sub)
+        && !accounts.is_empty()
+    {
+        let holders: BTreeMap<String, String> = persons_of_login(&mut conn, identity).await?.into_iter().collect();
+        accounts.retain(|db, person| holders.get(db) == Some(person));
+    }
     // A token that never named a person (a new login's) has nothing to lose.
     if accounts.is_empty() && !claims.accounts.is_empty() {
         return Ok(None);
