@@ -260,16 +260,18 @@ struct Owner<'a> {
 /// Seeds database `name` in the caller's transaction: the database row, the
 /// system types, the `database` entity and `owner`. Answers the owner's id.
 async fn seed(conn: &mut AsyncPgConnection, name: &str, owner: Owner<'_>) -> Result<String, ApiError> {
-    if exists(conn, name).await? {
+    // Two processes creating one name at once: the second inserts nothing.
+    let inserted = diesel::insert_into(databases::table)
+        .values(databases::name.eq(name))
+        .on_conflict_do_nothing()
+        .execute(conn)
+        .await?;
+    if inserted == 0 {
         return Err(ApiError::new(
             ErrorCode::DatabaseExists,
             format!("Database {name} exists"),
         ));
     }
-    diesel::insert_into(databases::table)
-        .values(databases::name.eq(name))
-        .execute(conn)
-        .await?;
     let mut seed = Seed {
         db: name,
         owner: new_id(),
