@@ -15,6 +15,9 @@ pub const PROVIDERS: [&str; 7] = [
 ];
 /// The provider that signs in by a link mailed to the address.
 pub const EMAIL_PROVIDER: &str = "e-mail";
+/// The eID provider whose e-mail is shown without the national mail domain.
+const ID_CARD_PROVIDER: &str = "id-card";
+const NATIONAL_MAIL_DOMAIN: &str = "@eesti.ee";
 /// The provider whose logins are passkeys (WebAuthn credentials).
 pub const PASSKEY_PROVIDER: &str = "passkey";
 
@@ -69,7 +72,14 @@ impl Login {
     pub fn shown(&self) -> &str {
         match &self.passkey {
             Some(passkey) => &passkey.device,
-            None => self.email.as_deref().unwrap_or(&self.uid),
+            None => {
+                let email = self.email.as_deref().unwrap_or(&self.uid);
+                // an ID card's address is the personal code at the national mail domain
+                match self.provider.as_str() {
+                    ID_CARD_PROVIDER => email.strip_suffix(NATIONAL_MAIL_DOMAIN).unwrap_or(email),
+                    _ => email,
+                }
+            }
         }
     }
 }
@@ -98,6 +108,19 @@ mod tests {
         assert_eq!(login.sub(), "login:passkey:a:b");
         assert_eq!(identity_of(&login.sub()), Some(login.identity().as_str()));
         assert_eq!(login.shown(), "Laptop");
+    }
+
+    #[test]
+    fn an_id_card_login_shows_its_address_without_the_national_mail_domain() {
+        let login = |provider: &str| Login {
+            provider: provider.into(),
+            uid: "EE38001010000".into(),
+            email: Some("38001010000@eesti.ee".into()),
+            name: None,
+            passkey: None,
+        };
+        assert_eq!(login("id-card").shown(), "38001010000");
+        assert_eq!(login("smart-id").shown(), "38001010000@eesti.ee");
     }
 
     #[test]
