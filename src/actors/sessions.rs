@@ -1,4 +1,5 @@
-//! The sign-in state actor: short-lived state (e-mail links, session tokens)
+//! The sign-in state actor: short-lived state (e-mail links, OpenID Connect
+//! requests, passkey challenges, session tokens, OAuth requests and codes)
 //! is written to PostgreSQL when issued and used once. PostgreSQL makes the
 //! single use hold across processes (one conditional UPDATE); this actor
 //! serialises the uses within a process, remembers what it has seen used (a
