@@ -10,6 +10,7 @@ pub mod prepared;
 pub mod projection;
 pub mod reprojection_queue;
 pub mod schema;
+mod seed;
 pub mod sign_in;
 mod value_rows;
 pub mod values;
