@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod middleware;
 pub mod new_db;
 pub mod openapi;
+pub mod operations;
 pub mod passkey;
 pub mod property;
 pub mod sign_in;
