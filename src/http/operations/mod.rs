@@ -5,4 +5,5 @@
 
 pub mod entities;
 pub mod list;
+pub mod types;
 pub mod values;
