@@ -138,6 +138,12 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         known_databases: Default::default(),
         sign_in,
         new_databases_per_day: settings.limits.new_databases_per_day,
+        api_url: match settings.http.api_url.trim() {
+            "" => &settings.http.public_url,
+            api_url => api_url,
+        }
+        .trim_end_matches('/')
+        .to_owned(),
     }))
 }
 

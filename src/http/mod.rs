@@ -5,6 +5,7 @@ pub mod entity;
 pub mod files;
 pub mod health;
 pub mod list;
+pub mod mcp;
 pub mod metrics;
 pub mod middleware;
 pub mod new_db;
@@ -58,6 +59,8 @@ pub struct AppState {
     pub sign_in: crate::sign_in::SignIn,
     /// Databases one login may create a day (`limits.new_databases_per_day`).
     pub new_databases_per_day: u32,
+    /// `{api_url}`: the OAuth issuer origin (`http.api_url`, else `http.public_url`), without a trailing slash.
+    pub api_url: String,
 }
 
 impl AppState {
@@ -240,6 +243,13 @@ pub fn endpoints() -> Vec<Endpoint> {
         at(M::GET, "/api/new/{db}", new_db::available),
         at(M::POST, "/api/new", new_db::create),
         at(M::GET, "/api/{db}", usage::read),
+        at(M::POST, "/api/{db}/mcp", mcp::post),
+        at(M::GET, "/api/{db}/mcp", mcp::stream),
+        at(
+            M::GET,
+            "/.well-known/oauth-protected-resource/api/{db}/mcp",
+            mcp::protected_resource,
+        ),
         at(M::GET, "/api/{db}/entity", list::list),
         at(M::POST, "/api/{db}/entity", entity::create),
         at(M::GET, "/api/{db}/entity/{id}", entity::read),

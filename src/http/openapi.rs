@@ -15,7 +15,7 @@ use super::views::entities::Entity;
 use super::views::responses::error_response;
 use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
 use super::views::writes::{Counter, NewValue};
-use super::{auth, entity, files, health, list, metrics, new_db, passkey, property, sign_in, usage};
+use super::{auth, entity, files, health, list, mcp, metrics, new_db, passkey, property, sign_in, usage};
 use crate::error::{ApiError, ErrorBody};
 
 #[derive(OpenApi)]
@@ -58,6 +58,9 @@ use crate::error::{ApiError, ErrorBody};
         files::property_thumbnail,
         files::storage_put,
         files::storage_get,
+        mcp::post,
+        mcp::stream,
+        mcp::protected_resource,
     ),
     components(schemas(
         ErrorBody,
@@ -78,6 +81,7 @@ use crate::error::{ApiError, ErrorBody};
         (name = "files", description = "Thumbnails and the local storage backend's signed URLs"),
         (name = "usage", description = "Database usage"),
         (name = "databases", description = "New databases"),
+        (name = "mcp", description = "The Model Context Protocol endpoint for AI clients"),
     )
 )]
 struct ApiDoc;
