@@ -11,6 +11,7 @@ pub mod error;
 pub mod formula;
 pub mod http;
 pub mod mail;
+pub mod mcp;
 pub mod metrics;
 pub mod model;
 pub mod query;

@@ -2,18 +2,12 @@
 
 use actix_web::{HttpResponse, web};
 
+use super::operations::entities;
 use super::views::entities::{EntityRead, History, entity_read_example, history_example};
 use super::views::responses::{InvalidToken, ReadUnavailable, TokenRequired, TooManyValues, WriteUnavailable};
 use super::views::writes::{Aggregated, Deleted, WriteBody, Written, write_body_example, written_example};
 use super::{AppState, Caller};
-use crate::db::values::{self};
 use crate::error::{ApiError, ErrorBody};
-use crate::model::LOGIN_PROPERTY;
-use crate::model::value::parse_body;
-use crate::query::DEFAULT_LIMIT;
-use crate::rights::ViewLevel;
-use crate::view::{self, access};
-use crate::write::validate;
 use crate::write::{WriteOp, WriteOutcome};
 
 /// `GET /api/{db}/entity/{_id}`: `{"entity":{...}}`.
@@ -34,13 +28,7 @@ pub async fn read(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, id) = path.into_inner();
-    state.require_database(&db).await?;
-    let mut conn = state.pool.get().await?;
-    let person = caller.person_in(&db);
-    let mut docs = [access::entity_doc(&mut conn, &db, &id, person).await?];
-    view::resolve_references(&mut conn, &db, person, &mut docs).await?;
-    let [doc] = docs;
-    Ok(HttpResponse::Ok().json(EntityRead { entity: doc }))
+    Ok(HttpResponse::Ok().json(entities::read(&state, &caller, &db, &id).await?))
 }
 
 /// `POST /api/{db}/entity`: creates an entity → 201 `{"_id","properties"}`.
@@ -66,11 +54,7 @@ pub async fn create(
     db: web::Path<String>,
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    let db = db.into_inner();
-    let values = parse_body(&body)?;
-    validate::check_size(&values, state.max_values_per_write)?;
-    let outcome = state.write_as(&caller, &db, WriteOp::CreateEntity { values }).await?;
-    Ok(HttpResponse::Created().json(written(&state, &db, outcome).await?))
+    Ok(HttpResponse::Created().json(entities::create(&state, &caller, &db, &body).await?))
 }
 
 /// `POST /api/{db}/entity/{_id}`: adds (or overwrites) values → `{"_id","properties"}`.
@@ -97,36 +81,7 @@ pub async fn add_values(
     body: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let (db, entity_id) = path.into_inner();
-    let values = parse_body(&body)?;
-    validate::check_size(&values, state.max_values_per_write)?;
-    let outcome = state
-        .write_as(&caller, &db, WriteOp::AddValues { entity_id, values })
-        .await?;
-    mail_invitations(&state, &caller, &db, &outcome).await?;
-    Ok(HttpResponse::Ok().json(written(&state, &db, outcome).await?))
-}
-
-/// Mails the invitations a write stored on an existing entity. When a mail
-/// cannot be sent, its invitation is deleted again: no invitation stays
-/// pending that nobody was told of.
-async fn mail_invitations(state: &AppState, caller: &Caller, db: &str, outcome: &WriteOutcome) -> Result<(), ApiError> {
-    let mut conn = state.pool.get().await?;
-    let mailed = state
-        .sign_in
-        .mail_invitations(&mut conn, &state.jwt, db, outcome, state.clock.now())
-        .await;
-    drop(conn);
-    if mailed.is_err()
-        && let WriteOutcome::Written { values, .. } = outcome
-    {
-        for value in values.iter().filter(|value| value.row.prop == LOGIN_PROPERTY) {
-            let op = WriteOp::DeleteValue {
-                value_id: value.row.id.clone(),
-            };
-            state.write_as(caller, db, op).await?;
-        }
-    }
-    mailed
+    Ok(HttpResponse::Ok().json(entities::add_values(&state, &caller, &db, entity_id, &body).await?))
 }
 
 /// `DELETE /api/{db}/entity/{_id}`: soft-deletes the entity → `{"deleted":true}`.
@@ -190,22 +145,11 @@ pub async fn aggregate(
     }))
 }
 
-/// The answer to values written: what the write stored, file values signed.
-async fn written(state: &AppState, db: &str, outcome: WriteOutcome) -> Result<Written, ApiError> {
-    match outcome {
-        WriteOutcome::Written { entity_id, values } => Written::signed(&state.files, db, entity_id, &values).await,
-        _ => Err(ApiError::internal("write", "a value write answered another outcome")),
-    }
-}
-
 #[derive(Debug, serde::Deserialize)]
 pub struct Paging {
     limit: Option<String>,
     skip: Option<String>,
 }
-
-/// Most changes one history page returns.
-const MAX_HISTORY_PAGE: usize = 1000;
 
 /// `GET /api/{db}/entity/{_id}/history`: `{"changes":[...],"count":N}`, for
 /// viewers and up (not for public or domain visibility alone).
@@ -233,22 +177,6 @@ pub async fn history(
     paging: web::Query<Paging>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, id) = path.into_inner();
-    let person = caller.require_person(&db)?;
-    state.require_database(&db).await?;
-    let mut conn = state.pool.get().await?;
-    if access::entity_level(&mut conn, &db, &id, Some(person)).await? != ViewLevel::Full {
-        return Err(ApiError::forbidden("History needs _viewer or higher"));
-    }
-    let changes = view::history::changes(&values::all_values(&mut conn, &db, &id).await?);
-    let number = |text: &Option<String>| text.as_deref().and_then(|t| t.trim().parse::<usize>().ok());
-    let limit = number(&paging.limit)
-        .filter(|limit| *limit > 0)
-        .unwrap_or(DEFAULT_LIMIT as usize)
-        .min(MAX_HISTORY_PAGE);
-    let skip = number(&paging.skip).unwrap_or(0);
-    let count = changes.len();
-    Ok(HttpResponse::Ok().json(History {
-        changes: changes.into_iter().skip(skip).take(limit).collect(),
-        count: count as u64,
-    }))
+    let (limit, skip) = (paging.limit.as_deref(), paging.skip.as_deref());
+    Ok(HttpResponse::Ok().json(entities::history(&state, &caller, &db, &id, limit, skip).await?))
 }

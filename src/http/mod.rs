@@ -5,11 +5,13 @@ pub mod entity;
 pub mod files;
 pub mod health;
 pub mod list;
+pub mod mcp;
 pub mod metrics;
 pub mod middleware;
 pub mod new_db;
 pub mod oauth;
 pub mod openapi;
+pub mod operations;
 pub mod passkey;
 pub mod property;
 pub mod sign_in;
@@ -245,6 +247,13 @@ pub fn endpoints() -> Vec<Endpoint> {
         at(M::GET, "/api/new/{db}", new_db::available),
         at(M::POST, "/api/new", new_db::create),
         at(M::GET, "/api/{db}", usage::read),
+        at(M::POST, "/api/{db}/mcp", mcp::post),
+        at(M::GET, "/api/{db}/mcp", mcp::stream),
+        at(
+            M::GET,
+            "/.well-known/oauth-protected-resource/api/{db}/mcp",
+            mcp::protected_resource,
+        ),
         at(M::GET, "/api/{db}/entity", list::list),
         at(M::POST, "/api/{db}/entity", entity::create),
         at(M::GET, "/api/{db}/entity/{id}", entity::read),

@@ -15,7 +15,7 @@ use super::views::entities::Entity;
 use super::views::responses::error_response;
 use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
 use super::views::writes::{Counter, NewValue};
-use super::{auth, entity, files, health, list, metrics, new_db, oauth, passkey, property, sign_in, usage};
+use super::{auth, entity, files, health, list, mcp, metrics, new_db, oauth, passkey, property, sign_in, usage};
 use crate::error::{ApiError, ErrorBody};
 
 #[derive(OpenApi)]
@@ -63,6 +63,9 @@ use crate::error::{ApiError, ErrorBody};
         files::property_thumbnail,
         files::storage_put,
         files::storage_get,
+        mcp::post,
+        mcp::stream,
+        mcp::protected_resource,
     ),
     components(schemas(
         ErrorBody,
@@ -84,6 +87,7 @@ use crate::error::{ApiError, ErrorBody};
         (name = "usage", description = "Database usage"),
         (name = "databases", description = "New databases"),
         (name = "oauth", description = "The OAuth 2.1 authorization server, at {api_url}: registration, authorize, token"),
+        (name = "mcp", description = "The Model Context Protocol endpoint for AI clients"),
     )
 )]
 struct ApiDoc;

@@ -2,15 +2,13 @@
 
 use actix_web::{HttpResponse, web};
 use serde::Deserialize;
-use serde_json::{Value as Json, json};
 
+use super::operations::values;
 use super::views::responses::{InvalidToken, ReadUnavailable, TokenRequired, WriteUnavailable};
 use super::views::values::{PropertyValue, property_example};
 use super::views::writes::Deleted;
 use super::{AppState, Caller};
 use crate::error::{ApiError, ErrorBody};
-use crate::view::{self, access};
-use crate::write::WriteOp;
 
 #[derive(Debug, Deserialize)]
 pub struct ReadQuery {
@@ -43,22 +41,13 @@ pub async fn read(
     query: web::Query<ReadQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, id) = path.into_inner();
-    state.require_database(&db).await?;
-    let mut conn = state.pool.get().await?;
-    let person = caller.person_in(&db);
-    let value = access::shown_value(&mut conn, &db, &id, person).await?;
-    // References resolve inside an entity document; wrap the value in one.
-    let mut docs = [json!({ value.prop.clone(): [value.property_json()] })];
-    view::resolve_references(&mut conn, &db, person, &mut docs).await?;
-    let [mut doc] = docs;
-    let mut resolved = doc[&value.prop][0].take();
-    if let Some(url) = state.files.download_url(&db, &value).await? {
-        if query.download.as_deref() == Some("true") {
-            return Ok(HttpResponse::Found().insert_header(("Location", url)).finish());
+    let shown = values::read(&state, &caller, &db, &id).await?;
+    match shown.url {
+        Some(url) if query.download.as_deref() == Some("true") => {
+            Ok(HttpResponse::Found().insert_header(("Location", url)).finish())
         }
-        resolved["url"] = Json::String(url);
+        _ => Ok(HttpResponse::Ok().json(shown.value)),
     }
-    Ok(HttpResponse::Ok().json(resolved))
 }
 
 /// `DELETE /api/{db}/property/{_id}`: soft-deletes the value → `{"deleted":true}`.
@@ -81,6 +70,5 @@ pub async fn delete(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, value_id) = path.into_inner();
-    state.write_as(&caller, &db, WriteOp::DeleteValue { value_id }).await?;
-    Ok(HttpResponse::Ok().json(Deleted { deleted: true }))
+    Ok(HttpResponse::Ok().json(values::delete(&state, &caller, &db, value_id).await?))
 }

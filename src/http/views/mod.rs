@@ -9,6 +9,7 @@
 pub mod auth;
 pub mod entities;
 pub mod files;
+pub mod mcp;
 pub mod oauth;
 pub mod pages;
 pub mod passkey_pages;

@@ -1,0 +1,117 @@
+//! Entity reads and writes as the REST routes (`src/http/entity.rs`) and
+//! the MCP tools answer them: the same checks, the same errors.
+
+use crate::db::values::{self};
+use crate::error::ApiError;
+use crate::http::views::entities::{EntityRead, History};
+use crate::http::views::writes::Written;
+use crate::http::{AppState, Caller};
+use crate::model::LOGIN_PROPERTY;
+use crate::model::value::parse_body;
+use crate::query::DEFAULT_LIMIT;
+use crate::rights::ViewLevel;
+use crate::view::{self, access};
+use crate::write::validate;
+use crate::write::{WriteOp, WriteOutcome};
+
+/// The entity `id` as `caller` may see it, references resolved.
+pub async fn read(state: &AppState, caller: &Caller, db: &str, id: &str) -> Result<EntityRead, ApiError> {
+    state.require_database(db).await?;
+    let mut conn = state.pool.get().await?;
+    let person = caller.person_in(db);
+    let mut docs = [access::entity_doc(&mut conn, db, id, person).await?];
+    view::resolve_references(&mut conn, db, person, &mut docs).await?;
+    let [doc] = docs;
+    Ok(EntityRead { entity: doc })
+}
+
+/// Creates an entity of the values in `body` (a JSON array of values, or one value).
+pub async fn create(state: &AppState, caller: &Caller, db: &str, body: &[u8]) -> Result<Written, ApiError> {
+    let values = parse_body(body)?;
+    validate::check_size(&values, state.max_values_per_write)?;
+    let outcome = state.write_as(caller, db, WriteOp::CreateEntity { values }).await?;
+    written(state, db, outcome).await
+}
+
+/// Adds (or, by `_id`, overwrites) the values in `body` on entity `entity_id`,
+/// and mails the invitations among them.
+pub async fn add_values(
+    state: &AppState,
+    caller: &Caller,
+    db: &str,
+    entity_id: String,
+    body: &[u8],
+) -> Result<Written, ApiError> {
+    let values = parse_body(body)?;
+    validate::check_size(&values, state.max_values_per_write)?;
+    let outcome = state
+        .write_as(caller, db, WriteOp::AddValues { entity_id, values })
+        .await?;
+    mail_invitations(state, caller, db, &outcome).await?;
+    written(state, db, outcome).await
+}
+
+/// Mails the invitations a write stored on an existing entity. When a mail
+/// cannot be sent, its invitation is deleted again: no invitation stays
+/// pending that nobody was told of.
+async fn mail_invitations(state: &AppState, caller: &Caller, db: &str, outcome: &WriteOutcome) -> Result<(), ApiError> {
+    let mut conn = state.pool.get().await?;
+    let mailed = state
+        .sign_in
+        .mail_invitations(&mut conn, &state.jwt, db, outcome, state.clock.now())
+        .await;
+    drop(conn);
+    if mailed.is_err()
+        && let WriteOutcome::Written { values, .. } = outcome
+    {
+        for value in values.iter().filter(|value| value.row.prop == LOGIN_PROPERTY) {
+            let op = WriteOp::DeleteValue {
+                value_id: value.row.id.clone(),
+            };
+            state.write_as(caller, db, op).await?;
+        }
+    }
+    mailed
+}
+
+/// The answer to values written: what the write stored, file values signed.
+async fn written(state: &AppState, db: &str, outcome: WriteOutcome) -> Result<Written, ApiError> {
+    match outcome {
+        WriteOutcome::Written { entity_id, values } => Written::signed(&state.files, db, entity_id, &values).await,
+        _ => Err(ApiError::internal("write", "a value write answered another outcome")),
+    }
+}
+
+/// Most changes one history page returns.
+const MAX_HISTORY_PAGE: usize = 1000;
+
+/// A page of entity `id`'s changes, newest first, for viewers and up (not for
+/// public or domain visibility alone). `limit` and `skip` are taken as the
+/// query string gives them: what is not a number is the default.
+pub async fn history(
+    state: &AppState,
+    caller: &Caller,
+    db: &str,
+    id: &str,
+    limit: Option<&str>,
+    skip: Option<&str>,
+) -> Result<History, ApiError> {
+    let person = caller.require_person(db)?;
+    state.require_database(db).await?;
+    let mut conn = state.pool.get().await?;
+    if access::entity_level(&mut conn, db, id, Some(person)).await? != ViewLevel::Full {
+        return Err(ApiError::forbidden("History needs _viewer or higher"));
+    }
+    let changes = view::history::changes(&values::all_values(&mut conn, db, id).await?);
+    let number = |text: Option<&str>| text.and_then(|t| t.trim().parse::<usize>().ok());
+    let limit = number(limit)
+        .filter(|limit| *limit > 0)
+        .unwrap_or(DEFAULT_LIMIT as usize)
+        .min(MAX_HISTORY_PAGE);
+    let skip = number(skip).unwrap_or(0);
+    let count = changes.len();
+    Ok(History {
+        changes: changes.into_iter().skip(skip).take(limit).collect(),
+        count: count as u64,
+    })
+}

@@ -1,0 +1,252 @@
+//! The answer to a list query (`GET /api/{db}/entity`, the MCP tools
+//! `search_entities` and `get_entity_type`): whole, from the answer cache when
+//! it is on, or streamed a chunk at a time when the page is long.
+
+use actix_web::http::header::ContentType;
+use actix_web::{HttpResponse, web};
+use bytes::Bytes;
+use diesel_async::AsyncPgConnection;
+use futures_util::StreamExt;
+use futures_util::stream::LocalBoxStream;
+use serde_json::Value as Json;
+
+use crate::db::databases;
+use crate::db::values::EntityRow;
+use crate::error::{ApiError, ErrorCode};
+use crate::http::views::entities::EntityList;
+use crate::http::{AppState, Caller};
+use crate::query::ListQuery;
+use crate::query::cache::AnswerKey;
+use crate::query::sql::{self, ListResult};
+use crate::view::{self};
+
+/// The JSON body of a list answer: read whole, or a stream of its parts.
+pub enum ListAnswer {
+    Whole(Bytes),
+    Streamed(LocalBoxStream<'static, Result<Bytes, ApiError>>),
+}
+
+impl ListAnswer {
+    /// The 200 answering it.
+    pub fn into_response(self) -> HttpResponse {
+        let mut response = HttpResponse::Ok();
+        response.content_type(ContentType::json());
+        match self {
+            ListAnswer::Whole(body) => response.body(body),
+            ListAnswer::Streamed(parts) => response.streaming(parts),
+        }
+    }
+
+    /// The whole body, a streamed one read to its end.
+    pub async fn into_bytes(self) -> Result<Bytes, ApiError> {
+        match self {
+            ListAnswer::Whole(body) => Ok(body),
+            ListAnswer::Streamed(mut parts) => {
+                let mut body = Vec::new();
+                while let Some(part) = parts.next().await {
+                    body.extend_from_slice(&part?);
+                }
+                Ok(Bytes::from(body))
+            }
+        }
+    }
+}
+
+/// `{"entities":[...],"count":N,"limit":L,"skip":S}` for the query string
+/// `query_string` (without its `?`), as `caller` sees it.
+pub async fn list(
+    state: &web::Data<AppState>,
+    caller: &Caller,
+    db: &str,
+    query_string: &str,
+) -> Result<ListAnswer, ApiError> {
+    state.require_database(db).await?;
+    let params: Vec<(String, String)> = serde_urlencoded::from_str(query_string)
+        .map_err(|_| ApiError::new(ErrorCode::InvalidQuery, "Malformed query string"))?;
+    let query = ListQuery::parse(&params)?;
+    let person = caller.person_in(db);
+    if sql::is_streamed(&query) {
+        return streamed_list(state.clone(), db.to_owned(), person.map(str::to_owned), query).await;
+    }
+    let body = match &state.answers {
+        Some(answers) => {
+            // databases are never removed while serving
+            let generation = databases::generation(&mut *state.pool.get().await?, db)
+                .await?
+                .unwrap_or_default();
+            let key = AnswerKey {
+                db: db.to_owned(),
+                generation,
+                person: person.map(str::to_owned),
+                query: query_string.to_owned(),
+            };
+            // The connection is taken only to compute, not while waiting for
+            // another caller's computation of the same answer.
+            let compute = async {
+                let _permit = state.expensive.admit(&query).await?;
+                list_answer(&mut *state.pool.get().await?, db, person, &query).await
+            };
+            answers.get_or_compute(key, compute).await?
+        }
+        None => {
+            let _permit = state.expensive.admit(&query).await?;
+            list_answer(&mut *state.pool.get().await?, db, person, &query).await?
+        }
+    };
+    Ok(ListAnswer::Whole(body))
+}
+
+/// An entity's document as the caller sees it, with only the query's `props`;
+/// `None` when the caller does not see it.
+fn listed_doc(entity: EntityRow, person: Option<&str>, query: &ListQuery) -> Option<Json> {
+    let mut doc = view::visible_doc(entity, person)?;
+    if let (Some(props), Some(object)) = (&query.props, doc.as_object_mut()) {
+        object.retain(|key, _| key == "_id" || props.iter().any(|p| p == key));
+    }
+    Some(doc)
+}
+
+/// The serialized answer to a list query.
+async fn list_answer(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    person: Option<&str>,
+    query: &ListQuery,
+) -> Result<Bytes, ApiError> {
+    let visible = |entity: EntityRow| listed_doc(entity, person, query);
+    let answer = match sql::run(conn, db, person, query).await? {
+        ListResult::Page { entities, count } => {
+            let mut docs: Vec<Json> = entities.into_iter().filter_map(visible).collect();
+            view::resolve_references(conn, db, person, &mut docs).await?;
+            EntityList {
+                entities: docs,
+                count: count.try_into().unwrap_or_default(),
+                limit: query.limit,
+                skip: query.skip,
+            }
+        }
+        ListResult::Groups { groups } => {
+            // Rows carry only the `props` values of the group's first entity:
+            // first entities are read a chunk at a time and only those kept.
+            let mut rows = Vec::with_capacity(groups.len());
+            for chunk in groups.chunks(sql::CHUNK as usize) {
+                let firsts: Vec<String> = chunk.iter().map(|(first, _)| first.clone()).collect();
+                let mut entities = sql::entities_by_id(conn, db, &firsts).await?;
+                let mut chunk_rows = Vec::with_capacity(chunk.len());
+                for (first, size) in chunk {
+                    let Some(mut doc) = entities.remove(first).and_then(visible) else {
+                        continue;
+                    };
+                    if let Some(object) = doc.as_object_mut() {
+                        object.remove("_id");
+                        if query.props.is_none() {
+                            object.clear();
+                        }
+                        object.insert("_count".into(), Json::from(*size));
+                    }
+                    chunk_rows.push(doc);
+                }
+                view::resolve_references(conn, db, person, &mut chunk_rows).await?;
+                rows.append(&mut chunk_rows);
+            }
+            EntityList {
+                count: rows.len() as u64,
+                entities: rows,
+                limit: query.limit,
+                skip: query.skip,
+            }
+        }
+    };
+    Ok(Bytes::from(serde_json::to_vec(&answer).expect("JSON values serialize")))
+}
+
+/// A page longer than a chunk, answered as it is read: each chunk takes a
+/// connection (and an expensive query's permit) for itself and is written to
+/// the body as soon as it is read, so memory holds one chunk whatever the
+/// limit, and slow readers hold no connection. The answer is the same as
+/// [`list_answer`]'s, but not cached. The first chunk is read before
+/// answering, so a query failing at once answers its error; a later failure
+/// aborts the body (never a 200 whose JSON looks whole).
+async fn streamed_list(
+    state: web::Data<AppState>,
+    db: String,
+    person: Option<String>,
+    query: ListQuery,
+) -> Result<ListAnswer, ApiError> {
+    let chunks = {
+        let _permit = state.expensive.admit(&query).await?;
+        sql::Chunks::start(&mut *state.pool.get().await?, &db, person.as_deref(), &query).await?
+    };
+    let mut page = StreamedPage {
+        state,
+        db,
+        person,
+        query,
+        chunks,
+        written: 0,
+        finished: false,
+    };
+    let mut first = b"{\"entities\":[".to_vec();
+    first.extend_from_slice(&page.next_part().await?.unwrap_or_default());
+    let rest = futures_util::stream::unfold(page, |mut page| async move {
+        match page.next_part().await {
+            Ok(part) => part.map(|part| (Ok(part), page)),
+            Err(error) => {
+                tracing::warn!(%error, "list answer aborted after its first chunk");
+                page.finished = true;
+                Some((Err(error), page))
+            }
+        }
+    });
+    let body = futures_util::stream::once(async { Ok::<_, ApiError>(Bytes::from(first)) }).chain(rest);
+    Ok(ListAnswer::Streamed(body.boxed_local()))
+}
+
+/// The state of a streamed answer between its parts.
+struct StreamedPage {
+    state: web::Data<AppState>,
+    db: String,
+    person: Option<String>,
+    query: ListQuery,
+    chunks: sql::Chunks,
+    /// Entities written so far.
+    written: usize,
+    finished: bool,
+}
+
+impl StreamedPage {
+    /// The next part of the body: a chunk of entities, then the rest of the
+    /// envelope; `None` after it.
+    async fn next_part(&mut self) -> Result<Option<Bytes>, ApiError> {
+        if self.finished {
+            return Ok(None);
+        }
+        let _permit = self.state.expensive.admit(&self.query).await?;
+        let mut conn = self.state.pool.get().await?;
+        let mut part = Vec::new();
+        match self.chunks.next(&mut conn).await? {
+            Some(entities) => {
+                let person = self.person.as_deref();
+                let mut docs: Vec<Json> = entities
+                    .into_iter()
+                    .filter_map(|entity| listed_doc(entity, person, &self.query))
+                    .collect();
+                view::resolve_references(&mut conn, &self.db, person, &mut docs).await?;
+                for doc in docs {
+                    if self.written > 0 {
+                        part.push(b',');
+                    }
+                    serde_json::to_writer(&mut part, &doc).expect("JSON values serialize");
+                    self.written += 1;
+                }
+            }
+            None => {
+                let count = self.chunks.count(&mut conn).await?;
+                let (limit, skip) = (self.query.limit, self.query.skip);
+                part.extend_from_slice(format!("],\"count\":{count},\"limit\":{limit},\"skip\":{skip}}}").as_bytes());
+                self.finished = true;
+            }
+        }
+        Ok(Some(Bytes::from(part)))
+    }
+}
