@@ -82,8 +82,20 @@ fn param(url: &str, name: &str) -> Option<String> {
 /// Runs authorize → e-mail sign-in as `email` (the `mails` already received)
 /// → completion, from 127.0.0.1; answers where the browser is sent at the end.
 async fn authorize_as(app: &TestApp, sink: &SmtpSink, client_id: &str, email: &str, mails: usize) -> String {
+    authorize_with(app, sink, client_id, &[], email, mails).await
+}
+
+/// As [`authorize_as`], with authorize's parameters `params` over the usual ones.
+async fn authorize_with(
+    app: &TestApp,
+    sink: &SmtpSink,
+    client_id: &str,
+    params: &[(&str, Option<&str>)],
+    email: &str,
+    mails: usize,
+) -> String {
     let browser = client_at("127.0.0.1");
-    let to_sign_in = location(&browser.get(authorize_url(app, client_id, &[])).send().await.unwrap());
+    let to_sign_in = location(&browser.get(authorize_url(app, client_id, params)).send().await.unwrap());
     assert!(
         to_sign_in.starts_with(&format!("{}/api/auth/e-mail?", app.url)),
         "{to_sign_in}"
@@ -384,4 +396,78 @@ async fn the_token_endpoint_refuses_a_wrong_verifier_redirect_uri_client_or_reso
         let (status, refused) = token(&app, "127.0.0.1", &form).await;
         assert_eq!((status, refused["error"].as_str()), (400, Some(error)), "{form:?}");
     }
+}
+
+#[tokio::test]
+async fn an_mcp_client_with_only_the_mcp_url_discovers_registers_signs_in_and_calls_a_tool() {
+    let (app, sink, _) = app_with_bob().await;
+    let mcp_url = format!("{}/api/demo/mcp", app.url);
+    let agent = client_at("127.0.0.2");
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let challenge = agent.post(&mcp_url).json(&initialize).send().await.unwrap();
+    assert_eq!(challenge.status(), 401);
+    let header = challenge.headers()["www-authenticate"].to_str().unwrap().to_owned();
+    let metadata_url = header
+        .split_once("resource_metadata=\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(url, _)| url.to_owned())
+        .unwrap_or_else(|| panic!("{header}"));
+    let resource: Json = agent.get(&metadata_url).send().await.unwrap().json().await.unwrap();
+    assert_eq!(resource["resource"], mcp_url.as_str());
+    let issuer = resource["authorization_servers"][0].as_str().unwrap();
+    let server: Json = agent
+        .get(format!("{issuer}/.well-known/oauth-authorization-server"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let registration = json!({"client_name": "An agent", "redirect_uris": [REDIRECT]});
+    let registered: Json = agent
+        .post(server["registration_endpoint"].as_str().unwrap())
+        .json(&registration)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let client_id = registered["client_id"].as_str().unwrap();
+    // the person signs in in their browser; the MCP URL is the resource, no db
+    let params = [("db", None), ("resource", Some(mcp_url.as_str()))];
+    let back = authorize_with(&app, &sink, client_id, &params, "bob@example.com", 2).await;
+    let code = param(&back, "code").unwrap_or_else(|| panic!("{back}"));
+    let form = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", VERIFIER),
+        ("client_id", client_id),
+        ("resource", mcp_url.as_str()),
+    ];
+    let answer: Json = agent
+        .post(server["token_endpoint"].as_str().unwrap())
+        .form(&form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let access = answer["access_token"].as_str().unwrap_or_else(|| panic!("{answer}"));
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "search_entities", "arguments": {"query": "_type.string=person&props=name"}}});
+    let response = agent
+        .post(&mcp_url)
+        .bearer_auth(access)
+        .json(&call)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Json = response.json().await.unwrap();
+    assert_eq!(body["result"]["isError"], false, "{body}");
+    let found: Json = serde_json::from_str(body["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert!(found["count"].as_i64().is_some(), "the REST list answer: {found}");
 }
