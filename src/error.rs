@@ -131,6 +131,9 @@ error_codes! {
         MailUnavailable = "mail_unavailable",
         /// A sign-in provider this server has no configuration for.
         ProviderUnavailable = "provider_unavailable",
+        /// PostgreSQL cannot be reached, or dropped the connection (a restart,
+        /// a terminated backend): the pool reconnects by itself.
+        DatabaseUnavailable = "database_unavailable",
     }
 }
 
@@ -145,6 +148,7 @@ impl ErrorCode {
             ErrorCode::ThumbnailsBusy => Some("too many thumbnails are rendering"),
             ErrorCode::MailUnavailable => Some("the mail server did not take the mail"),
             ErrorCode::ProviderUnavailable => Some("the sign-in provider is not configured on this server"),
+            ErrorCode::DatabaseUnavailable => Some("PostgreSQL cannot be reached or dropped the connection"),
             _ => None,
         }
     }
@@ -238,6 +242,13 @@ impl ApiError {
         )
     }
 
+    pub fn database_unavailable() -> Self {
+        Self::new(
+            ErrorCode::DatabaseUnavailable,
+            "The database cannot be reached just now; retry later",
+        )
+    }
+
     fn query_timeout() -> Self {
         Self::new(
             ErrorCode::QueryTimeout,
@@ -264,26 +275,58 @@ impl ResponseError for ApiError {
 
 impl From<diesel::result::Error> for ApiError {
     fn from(error: diesel::result::Error) -> Self {
-        // PostgreSQL cancels a statement over statement_timeout with SQLSTATE 57014.
-        if let diesel::result::Error::DatabaseError(_, info) = &error {
-            if info.message().contains("statement timeout") {
-                return Self::query_timeout();
+        use diesel::result::{DatabaseErrorKind, Error};
+        match &error {
+            Error::DatabaseError(DatabaseErrorKind::ClosedConnection, _) | Error::BrokenTransactionManager => {
+                return Self::database_unavailable();
             }
-            // A pattern the regex crate accepts but PostgreSQL does not.
-            if info.message().contains("invalid regular expression") {
-                return Self::new(ErrorCode::InvalidRegex, "Invalid regex");
+            Error::DatabaseError(_, info) => {
+                let message = info.message();
+                // PostgreSQL cancels a statement over statement_timeout with SQLSTATE 57014.
+                if message.contains("statement timeout") {
+                    return Self::query_timeout();
+                }
+                // A pattern the regex crate accepts but PostgreSQL does not.
+                if message.contains("invalid regular expression") {
+                    return Self::new(ErrorCode::InvalidRegex, "Invalid regex");
+                }
+                if is_lost_connection(message) {
+                    return Self::database_unavailable();
+                }
             }
+            _ => {}
         }
         Self::internal("database error", error)
     }
 }
 
+/// PostgreSQL's words for a connection it ended or cannot serve (SQLSTATE
+/// 57P01-57P03 and the client's own): the diesel error carries no SQLSTATE.
+fn is_lost_connection(message: &str) -> bool {
+    [
+        "terminating connection",
+        "the database system is",
+        "server closed the connection",
+        "connection to server",
+        "no connection to the server",
+        "connection closed",
+    ]
+    .iter()
+    .any(|words| message.contains(words))
+}
+
 impl From<diesel_async::pooled_connection::deadpool::PoolError> for ApiError {
     fn from(error: diesel_async::pooled_connection::deadpool::PoolError) -> Self {
-        if let deadpool::managed::PoolError::Timeout(deadpool::managed::TimeoutType::Wait) = error {
-            return Self::database_busy();
+        use deadpool::managed::{PoolError, TimeoutType};
+        match error {
+            PoolError::Timeout(TimeoutType::Wait) => Self::database_busy(),
+            // connecting or checking a connection failed or hung: PostgreSQL is away
+            PoolError::Timeout(_) | PoolError::Backend(_) => {
+                tracing::warn!(%error, "no database connection");
+                Self::database_unavailable()
+            }
+            error => Self::internal("database pool error", error),
         }
-        Self::internal("database pool error", error)
     }
 }
 

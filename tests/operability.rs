@@ -422,3 +422,73 @@ fn the_private_cluster_refuses_connections_without_its_password_and_secures_a_tr
     assert_eq!(cluster.url("postgres").unwrap(), upgraded);
     cluster.stop().unwrap();
 }
+
+/// Ends every connection to the app's database but this one, as
+/// `pg_terminate_backend` (an operator, or a failover) does.
+fn terminate_connections(app: &TestApp) -> i64 {
+    use diesel::{Connection, PgConnection, RunQueryDsl, sql_types::BigInt};
+    #[derive(diesel::QueryableByName)]
+    struct Ended {
+        #[diesel(sql_type = BigInt)]
+        ended: i64,
+    }
+    let mut admin = PgConnection::establish(&app.database_url).unwrap();
+    let ended: Ended = diesel::sql_query(
+        "SELECT count(pg_terminate_backend(pid)) AS ended FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .get_result(&mut admin)
+    .unwrap();
+    ended.ended
+}
+
+#[tokio::test]
+async fn requests_on_connections_postgresql_ended_answer_503_with_retry_after_never_500_and_the_pool_recovers() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    for _ in 0..4 {
+        assert_eq!(app.get("/api/demo/entity", &token).await.0, 200);
+    }
+    assert!(terminate_connections(&app) > 0, "the app held connections");
+    let mut statuses = Vec::new();
+    for _ in 0..20 {
+        let response = app
+            .http
+            .get(format!("{}/api/demo/entity", app.url))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let retry_after = response.headers().get("retry-after").cloned();
+        let body: Json = response.json().await.unwrap();
+        assert!([200, 503].contains(&status), "{status} {body}");
+        if status == 503 {
+            assert_eq!(retry_after.unwrap(), "5");
+            assert_eq!(body["error"], "database_unavailable", "{body}");
+        }
+        statuses.push(status);
+    }
+    assert!(
+        statuses.iter().all(|status| [200, 503].contains(status)),
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.last(),
+        Some(&200),
+        "the pool reconnected by itself: {statuses:?}"
+    );
+    // writes caught by it answer 503 too, and work again after
+    let person = app.find(&token, "entity", "person").await;
+    let write = |name: &str| json!([{"type": "_type", "reference": person}, {"type": "name", "string": name}]);
+    assert!(terminate_connections(&app) > 0);
+    let mut statuses = Vec::new();
+    for attempt in 0..10 {
+        let (status, body) = app
+            .post("/api/demo/entity", &token, write(&format!("Try {attempt}")))
+            .await;
+        assert!([201, 503].contains(&status), "{status} {body}");
+        statuses.push(status);
+    }
+    assert_eq!(statuses.last(), Some(&201), "writes work again: {statuses:?}");
+}
