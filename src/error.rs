@@ -134,6 +134,9 @@ error_codes! {
         /// PostgreSQL cannot be reached, or dropped the connection (a restart,
         /// a terminated backend): the pool reconnects by itself.
         DatabaseUnavailable = "database_unavailable",
+        /// PDF thumbnails cannot be rendered here: libpdfium is missing or
+        /// does not load (`thumbnails.pdfium_library`).
+        PdfUnavailable = "pdf_unavailable",
     }
 }
 
@@ -149,6 +152,9 @@ impl ErrorCode {
             ErrorCode::MailUnavailable => Some("the mail server did not take the mail"),
             ErrorCode::ProviderUnavailable => Some("the sign-in provider is not configured on this server"),
             ErrorCode::DatabaseUnavailable => Some("PostgreSQL cannot be reached or dropped the connection"),
+            ErrorCode::PdfUnavailable => {
+                Some("libpdfium is missing or does not load: PDF thumbnails cannot be rendered")
+            }
             _ => None,
         }
     }

@@ -241,7 +241,7 @@ async fn json_log_lines_of_a_request_all_carry_its_request_id() {
     let data_dir = common::tempdir::Dir::new();
     let Demo { key, person } = create_demo(&database_url, &data_dir.0, "json@example.com").await;
     let files = data_dir.0.join("files");
-    // Without PDFium a PDF thumbnail logs from the PDFium thread and from the request.
+    // Without PDFium: said once at start; a PDF thumbnail then answers 503.
     let env = [
         ("EDS__LOG__FORMAT", "json"),
         ("EDS__STORAGE__LOCAL__PATH", files.to_str().unwrap()),
@@ -284,6 +284,10 @@ async fn json_log_lines_of_a_request_all_carry_its_request_id() {
         .await
         .unwrap();
     assert_eq!(response.headers()["x-request-id"], "abc-123");
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.headers()["retry-after"], "5");
+    let refused: Json = response.json().await.unwrap();
+    assert_eq!(refused["error"], "pdf_unavailable", "{refused}");
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
 
     let log = log.lock().unwrap().clone();
@@ -291,11 +295,25 @@ async fn json_log_lines_of_a_request_all_carry_its_request_id() {
         .iter()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not a JSON line: {line}")))
         .collect();
+    let messages = |lines: &[Json]| -> Vec<String> {
+        lines
+            .iter()
+            .filter_map(|line| line["message"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(
+        messages(&parsed[..before])
+            .iter()
+            .any(|message| message.starts_with("libpdfium not found")),
+        "the missing library is said at start: {:?}",
+        &parsed[..before]
+    );
     let during = &parsed[before..];
-    let messages: Vec<&str> = during.iter().filter_map(|line| line["message"].as_str()).collect();
-    for expected in ["libpdfium could not be loaded", "PDF thumbnail", "served"] {
-        assert!(messages.contains(&expected), "no {expected:?} in {during:?}");
-    }
+    assert!(messages(during).contains(&"served".to_owned()), "{during:?}");
+    assert!(
+        !messages(during).iter().any(|message| message.contains("libpdfium")),
+        "and not again on each request: {during:?}"
+    );
     for line in during {
         let spans = line["spans"].as_array().unwrap_or_else(|| panic!("no spans: {line}"));
         assert!(

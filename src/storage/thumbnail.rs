@@ -50,9 +50,7 @@ impl From<ThumbnailError> for ApiError {
             ThumbnailError::TooManyPixels => ErrorCode::ImageTooLarge,
             ThumbnailError::Unsupported => ErrorCode::UnsupportedFileType,
             ThumbnailError::Undecodable | ThumbnailError::PdfTimeout => ErrorCode::UndecodableFile,
-            ThumbnailError::PdfUnavailable => {
-                return ApiError::internal("PDF thumbnail", "libpdfium could not be loaded");
-            }
+            ThumbnailError::PdfUnavailable => ErrorCode::PdfUnavailable,
         };
         ApiError::new(code, error.to_string())
     }

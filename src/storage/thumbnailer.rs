@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use dashmap::{DashMap, DashSet};
@@ -55,6 +55,8 @@ struct Inner {
     stored: DashSet<ObjectKey>,
     /// Source files whose rendering failed: until when, and how.
     failed: DashMap<ObjectKey, (Instant, ThumbnailError)>,
+    /// Whether a missing or unloadable libpdfium was logged: once per process.
+    pdfium_reported: AtomicBool,
     pdf_processes: AtomicU64,
 }
 
@@ -80,6 +82,12 @@ impl Thumbnailer {
             path if path.as_os_str().is_empty() => PathBuf::from("/proc/self/exe"),
             path => path,
         };
+        // Said once, at start: PDF thumbnails then answer 503 `pdf_unavailable`.
+        let pdfium_missing = !config.pdfium_library.exists();
+        if pdfium_missing {
+            tracing::warn!(library = %config.pdfium_library.display(),
+                "libpdfium not found: PDF thumbnails answer 503 pdf_unavailable (thumbnails.pdfium_library)");
+        }
         Thumbnailer {
             inner: Arc::new(Inner {
                 store,
@@ -92,6 +100,7 @@ impl Thumbnailer {
                 renderings: DashMap::new(),
                 stored: DashSet::new(),
                 failed: DashMap::new(),
+                pdfium_reported: AtomicBool::new(pdfium_missing),
                 pdf_processes: AtomicU64::new(0),
             }),
         }
@@ -264,8 +273,9 @@ impl Inner {
             (Ok(_), Ok(status)) if status.success() && !jpeg.is_empty() => Ok(jpeg),
             (_, Ok(status)) if !status.success() => {
                 let error = ThumbnailError::from_exit_code(status.code());
-                if error == ThumbnailError::PdfUnavailable {
-                    tracing::error!(library = %self.pdfium_library.display(), "libpdfium could not be loaded");
+                if error == ThumbnailError::PdfUnavailable && !self.pdfium_reported.swap(true, Ordering::Relaxed) {
+                    tracing::error!(library = %self.pdfium_library.display(),
+                        "libpdfium could not be loaded: PDF thumbnails answer 503 pdf_unavailable");
                 }
                 Err(error)
             }
