@@ -178,6 +178,8 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
     if settings.http.workers > 0 {
         server = server.workers(settings.http.workers);
     }
+    // SIGTERM/SIGINT stop accepting; requests in flight, and the writes they await, finish.
+    server = server.shutdown_timeout(settings.http.shutdown_grace_seconds);
     let (pool, retry) = (
         flushed.pool.clone(),
         db::formula_queue::Retry {
@@ -237,6 +239,7 @@ pub async fn serve(settings: Settings, url: String) -> Result<(), String> {
     let server = server(&settings, state.clone(), listener).map_err(|e| e.to_string())?;
     tracing::info!("listening on http://{address}");
     server.await.map_err(|e| e.to_string())?;
+    tracing::info!("stopped");
     // keep the last requests' counts
     state.usage.flush(&state.pool).await.map_err(|e| e.message.into_owned())
 }

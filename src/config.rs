@@ -29,6 +29,7 @@ pub struct HttpSettings {
     pub trusted_proxies: Vec<String>,
     pub workers: usize,
     pub json_body_limit_bytes: usize,
+    pub shutdown_grace_seconds: u64,
 }
 
 impl HttpSettings {

@@ -322,3 +322,79 @@ async fn json_log_lines_of_a_request_all_carry_its_request_id() {
         );
     }
 }
+
+#[tokio::test]
+async fn sigterm_lets_writes_in_flight_finish_and_every_acknowledged_write_is_stored() {
+    let database_url = common::fresh_database();
+    let data_dir = common::tempdir::Dir::new();
+    let Demo { key, person } = create_demo(&database_url, &data_dir.0, "stop@example.com").await;
+    let (mut server, url, log) = serve_logged(&database_url, &data_dir.0, &[]).await;
+    let http = reqwest::Client::new();
+    let token = login(&http, &url, &key).await;
+    let person_type = call_json(&http, &format!("{url}/api/demo/entity/{person}"), &token, None).await["entity"]
+        ["_type"][0]["reference"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // 8 clients create entities until the server goes away
+    let clients: Vec<_> = (0..8)
+        .map(|client| {
+            let (http, url, token, person_type) = (http.clone(), url.clone(), token.clone(), person_type.clone());
+            tokio::spawn(async move {
+                let mut acknowledged = Vec::new();
+                for n in 0.. {
+                    let body = json!([{"type": "_type", "reference": person_type}, {"type": "name", "string": format!("c{client}-{n}")}]);
+                    let Ok(response) = http.post(format!("{url}/api/demo/entity")).bearer_auth(&token).json(&body).send().await else {
+                        break;
+                    };
+                    let status = response.status().as_u16();
+                    assert!(status == 201 || status == 503, "{status}");
+                    if status == 201 {
+                        let created: Json = response.json().await.expect("an acknowledged write's whole answer");
+                        acknowledged.push(created["_id"].as_str().unwrap().to_owned());
+                    }
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let pid = server.id().unwrap().to_string();
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let exit = tokio::time::timeout(std::time::Duration::from_secs(20), server.wait())
+        .await
+        .expect("the server stops within its grace period")
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+    let mut acknowledged = Vec::new();
+    for client in clients {
+        acknowledged.extend(client.await.unwrap());
+    }
+    assert!(!acknowledged.is_empty(), "writes were answered before the stop");
+    let mut conn = eds::db::pool(&database_url, 1, 0).unwrap().get().await.unwrap();
+    #[derive(diesel::QueryableByName)]
+    struct Stored {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        stored: i64,
+    }
+    let stored: Stored = diesel::sql_query(
+        "SELECT count(*) AS stored FROM entities WHERE db = 'demo' AND id = ANY($1) AND deleted_at IS NULL",
+    )
+    .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(&acknowledged)
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        stored.stored as usize,
+        acknowledged.len(),
+        "every acknowledged write is stored"
+    );
+    let log = log.lock().unwrap().join("\n");
+    assert!(log.contains("stopped"), "{log}");
+}
