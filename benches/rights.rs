@@ -46,6 +46,7 @@ async fn main() {
                         ValueInput::new("_inheritrights", Value::Boolean(true)),
                     ],
                 },
+                idempotency: None,
             },
         )
         .await

@@ -85,6 +85,8 @@ error_codes! {
         InvalidClientMetadata = "invalid_client_metadata",
         /// OAuth (RFC 8707): a `resource` other than the authorization's.
         InvalidTarget = "invalid_target",
+        /// An `Idempotency-Key` that is empty, longer than 255 characters or not visible ASCII.
+        InvalidIdempotencyKey = "invalid_idempotency_key",
     }
     UNAUTHORIZED {
         Unauthorized = "unauthorized",
@@ -104,6 +106,10 @@ error_codes! {
     }
     CONFLICT {
         DatabaseExists = "database_exists",
+    }
+    UNPROCESSABLE_ENTITY {
+        /// An `Idempotency-Key` the caller already used on another request.
+        IdempotencyKeyReused = "idempotency_key_reused",
     }
     PAYLOAD_TOO_LARGE {
         PayloadTooLarge = "payload_too_large",

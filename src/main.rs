@@ -152,6 +152,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     entity_id: person,
                     values: vec![ValueInput::new(API_KEY_PROPERTY, Value::String("generate".to_owned()))],
                 },
+                idempotency: None,
             };
             let outcome = write::apply(&pool, request).await.map_err(|e| e.message.into_owned())?;
             let WriteOutcome::Written { values, .. } = outcome else {

@@ -16,6 +16,7 @@ fn create(app: &TestApp, values: Json) -> (WriteRequest, Vec<GeneratedKey>, trac
         op: WriteOp::CreateEntity {
             values: parse_body(values.to_string().as_bytes()).unwrap(),
         },
+        idempotency: None,
     };
     (request, Vec::new(), tracing::Span::none())
 }

@@ -157,6 +157,7 @@ pub async fn write(pool: &Pool, actor: &str, op: WriteOp) -> String {
         db: DB.into(),
         actor: actor.to_owned(),
         op,
+        idempotency: None,
     };
     match apply(pool, request).await.expect("a setup write") {
         WriteOutcome::Written { entity_id, values } => {

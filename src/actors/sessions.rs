@@ -3,7 +3,8 @@
 //! is written to PostgreSQL when issued and used once. PostgreSQL makes the
 //! single use hold across processes (one conditional UPDATE); this actor
 //! serialises the uses within a process, remembers what it has seen used (a
-//! replay is refused without a query), and sweeps expired state.
+//! replay is refused without a query), and sweeps expired state — its own,
+//! and the idempotency records of writes past their 24 hours.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -13,8 +14,8 @@ use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
 
-use crate::db::Pool;
 use crate::db::sign_in::{self, Issued};
+use crate::db::{Pool, idempotency};
 use crate::error::ApiError;
 
 /// How often expired state is deleted.
@@ -37,11 +38,17 @@ impl Actor for Sessions {
             ctx.spawn(
                 async move {
                     let swept = match pool.get().await {
-                        Ok(mut conn) => sign_in::sweep(&mut conn, now).await.map_err(ApiError::from),
+                        Ok(mut conn) => match sign_in::sweep(&mut conn, now).await {
+                            Ok(_) => idempotency::sweep(&mut conn, now)
+                                .await
+                                .map(drop)
+                                .map_err(ApiError::from),
+                            Err(error) => Err(error.into()),
+                        },
                         Err(error) => Err(error.into()),
                     };
                     if let Err(error) = swept {
-                        tracing::warn!(%error, "sweeping expired sign-in state failed");
+                        tracing::warn!(%error, "sweeping expired state failed");
                     }
                 }
                 .into_actor(sessions),

@@ -78,6 +78,7 @@ pub async fn revoke_key(pool: &Pool, db: &str, value_id: &str) -> Result<(), Fai
         op: WriteOp::DeleteValue {
             value_id: value_id.to_owned(),
         },
+        idempotency: None,
     };
     write::apply(pool, request)
         .await

@@ -173,6 +173,7 @@ pub async fn delete(pool: &Pool, name: &str) -> Result<Option<i64>, ApiError> {
             for table in [
                 "formula_queue",
                 "type_reprojections",
+                "idempotent_writes",
                 "request_counts",
                 "property_values",
                 "entities",

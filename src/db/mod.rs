@@ -5,6 +5,7 @@ pub mod databases;
 pub mod export;
 pub mod formula_queue;
 pub mod formulas;
+pub mod idempotency;
 pub mod local_cluster;
 pub mod prepared;
 pub mod projection;

@@ -94,9 +94,21 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    idempotent_writes (db, caller, key) {
+        db -> Text,
+        caller -> Text,
+        key -> Text,
+        fingerprint -> Text,
+        outcome -> Jsonb,
+        created_at -> Timestamptz,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     databases,
     entities,
+    idempotent_writes,
     formula_queue,
     property_values,
     request_counts,

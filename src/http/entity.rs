@@ -3,8 +3,11 @@
 use actix_web::{HttpResponse, web};
 
 use super::operations::entities;
+use super::retry::{RetryHeader, RetryKey};
 use super::views::entities::{EntityRead, History, entity_read_example, history_example};
-use super::views::responses::{InvalidToken, ReadUnavailable, TokenRequired, TooManyValues, WriteUnavailable};
+use super::views::responses::{
+    InvalidKey, InvalidToken, KeyReused, ReadUnavailable, TokenRequired, TooManyValues, WriteUnavailable,
+};
 use super::views::writes::{Aggregated, Deleted, WriteBody, Written, write_body_example, written_example};
 use super::{AppState, Caller};
 use crate::error::{ApiError, ErrorBody};
@@ -36,15 +39,16 @@ pub async fn read(
     post, path = "/api/{db}/entity", operation_id = "create_entity", tag = "entities", summary = "Create an entity",
     description = "The body's values must include `_type`, a reference to an entity type. With `_parent` the caller needs `_expander` on that parent. File values (`filename`, `filesize`, `filetype`) come back with `upload`: PUT the content there within 60 seconds with exactly the given headers. `counter` in place of a value takes the next number of the property name's sequence.",
     security(("jwt" = [])),
-    params(("db" = String, Path, description = "Database name", example = "demo")),
+    params(("db" = String, Path, description = "Database name", example = "demo"), RetryHeader),
     request_body(content = WriteBody, description = "An array of values (or one value alone)", example = write_body_example),
     responses(
         (status = 201, description = "The new entity's id and its values", body = Written, example = written_example),
-        (status = 400, description = "Malformed body, no `_type`, a bad language code, or an `_id` that is not a live value of this property", body = ErrorBody),
+        (status = 400, description = "Malformed body, no `_type`, a bad language code, an `_id` that is not a live value of this property, or a malformed `Idempotency-Key`", body = ErrorBody),
         (status = 401, response = inline(TokenRequired)),
         (status = 403, description = "The token is for other databases only, or no `_expander` on `_parent`", body = ErrorBody),
         (status = 404, description = "No such database", body = ErrorBody),
         (status = 413, response = inline(TooManyValues)),
+        (status = 422, response = inline(KeyReused)),
         (status = 503, response = inline(WriteUnavailable)),
     )
 )]
@@ -53,8 +57,10 @@ pub async fn create(
     caller: Caller,
     db: web::Path<String>,
     body: web::Bytes,
+    retry: RetryKey,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Created().json(entities::create(&state, &caller, &db, &body).await?))
+    let retry = retry.for_body(&body);
+    Ok(HttpResponse::Created().json(entities::create(&state, &caller, &db, &body, retry).await?))
 }
 
 /// `POST /api/{db}/entity/{_id}`: adds (or overwrites) values → `{"_id","properties"}`.
@@ -62,15 +68,16 @@ pub async fn create(
     post, path = "/api/{db}/entity/{id}", operation_id = "add_values", tag = "entities", summary = "Add or overwrite values",
     description = "Each value is added next to the existing ones; a value with `_id` overwrites that value (soft-deleted, the new one gets a new id). `_sharing` and `_inheritrights` hold one value: a new one replaces the live one, and a write holds at most one of each. Overwriting `_parent` needs `_expander` on the old parent too. File values come back with `upload`.",
     security(("jwt" = [])),
-    params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
+    params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3"), RetryHeader),
     request_body(content = WriteBody, description = "An array of values (or one value alone)", example = write_body_example),
     responses(
         (status = 200, description = "The entity's id and the values written", body = Written, example = written_example),
-        (status = 400, description = "Malformed body, a bad language code, `No email` (a `service_user` invitation on an entity without `email`), or an `_id` that is not a live value of this property", body = ErrorBody),
+        (status = 400, description = "Malformed body, a bad language code, `No email` (a `service_user` invitation on an entity without `email`), an `_id` that is not a live value of this property, or a malformed `Idempotency-Key`", body = ErrorBody),
         (status = 401, response = inline(TokenRequired)),
         (status = 403, description = "The caller sees the entity but lacks the right", body = ErrorBody),
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = ErrorBody),
         (status = 413, response = inline(TooManyValues)),
+        (status = 422, response = inline(KeyReused)),
         (status = 503, description = "Too many writes waiting, the database busy, or (`mail_unavailable`) an invitation's mail not taken by the mail server: the invitation is deleted again", body = ErrorBody),
     )
 )]
@@ -79,9 +86,11 @@ pub async fn add_values(
     caller: Caller,
     path: web::Path<(String, String)>,
     body: web::Bytes,
+    retry: RetryKey,
 ) -> Result<HttpResponse, ApiError> {
     let (db, entity_id) = path.into_inner();
-    Ok(HttpResponse::Ok().json(entities::add_values(&state, &caller, &db, entity_id, &body).await?))
+    let retry = retry.for_body(&body);
+    Ok(HttpResponse::Ok().json(entities::add_values(&state, &caller, &db, entity_id, &body, retry).await?))
 }
 
 /// `DELETE /api/{db}/entity/{_id}`: soft-deletes the entity → `{"deleted":true}`.
@@ -89,12 +98,14 @@ pub async fn add_values(
     delete, path = "/api/{db}/entity/{id}", operation_id = "delete_entity", tag = "entities", summary = "Delete an entity",
     description = "Soft-deletes the entity and its values (owner only); children and referrers are untouched.",
     security(("jwt" = [])),
-    params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3")),
+    params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3"), RetryHeader),
     responses(
         (status = 200, description = "Deleted", body = Deleted, example = json!({"deleted": true})),
+        (status = 400, response = inline(InvalidKey)),
         (status = 401, response = inline(TokenRequired)),
         (status = 403, description = "The caller is not an owner", body = ErrorBody),
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = ErrorBody),
+        (status = 422, response = inline(KeyReused)),
         (status = 503, response = inline(WriteUnavailable)),
     )
 )]
@@ -102,10 +113,11 @@ pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,
     path: web::Path<(String, String)>,
+    retry: RetryKey,
 ) -> Result<HttpResponse, ApiError> {
     let (db, entity_id) = path.into_inner();
     state
-        .write_as(&caller, &db, WriteOp::DeleteEntity { entity_id })
+        .write_as(&caller, &db, WriteOp::DeleteEntity { entity_id }, retry.for_body(&[]))
         .await?;
     Ok(HttpResponse::Ok().json(Deleted { deleted: true }))
 }
@@ -134,7 +146,7 @@ pub async fn aggregate(
     let op = WriteOp::Aggregate {
         entity_id: entity_id.clone(),
     };
-    let outcome = state.write_as(&caller, &db, op).await?;
+    let outcome = state.write_as(&caller, &db, op, None).await?;
     let queued = match outcome {
         WriteOutcome::Aggregated { queued } => queued,
         _ => 0,

@@ -14,6 +14,7 @@ pub mod openapi;
 pub mod operations;
 pub mod passkey;
 pub mod property;
+pub mod retry;
 pub mod sign_in;
 pub mod usage;
 pub mod views;
@@ -35,7 +36,7 @@ use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::usage::Usage;
 use crate::write::keys::prepare_keys;
-use crate::write::{WriteOp, WriteOutcome, WriteRequest};
+use crate::write::{IdempotencyKey, WriteOp, WriteOutcome, WriteRequest};
 
 /// Shared state of every worker.
 pub struct AppState {
@@ -66,14 +67,22 @@ impl AppState {
     /// Has database `db`'s writer apply `op` for the caller's person there:
     /// 401 without a token, 403 with one for other databases, 404 for an
     /// unknown database. API keys the write asks for are hashed here, before
-    /// its turn, so the writer never waits for them.
-    pub async fn write_as(&self, caller: &Caller, db: &str, op: WriteOp) -> Result<WriteOutcome, ApiError> {
+    /// its turn, so the writer never waits for them. With `idempotency`, a
+    /// repeat of the write answers [`WriteOutcome::Replayed`].
+    pub async fn write_as(
+        &self,
+        caller: &Caller,
+        db: &str,
+        op: WriteOp,
+        idempotency: Option<IdempotencyKey>,
+    ) -> Result<WriteOutcome, ApiError> {
         let actor = caller.require_person(db)?.to_owned();
         self.require_database(db).await?;
         let request = WriteRequest {
             db: db.to_owned(),
             actor,
             op,
+            idempotency,
         };
         let keys = prepare_keys(&self.pool, &request).await?;
         self.writers.write(request, keys).await

@@ -4,7 +4,8 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
 use super::operations::values;
-use super::views::responses::{InvalidToken, ReadUnavailable, TokenRequired, WriteUnavailable};
+use super::retry::{RetryHeader, RetryKey};
+use super::views::responses::{InvalidKey, InvalidToken, KeyReused, ReadUnavailable, TokenRequired, WriteUnavailable};
 use super::views::values::{PropertyValue, property_example};
 use super::views::writes::Deleted;
 use super::{AppState, Caller};
@@ -55,12 +56,14 @@ pub async fn read(
     delete, path = "/api/{db}/property/{id}", operation_id = "delete_property", tag = "properties", summary = "Delete one value",
     description = "Soft-deletes the value (editors and up; owners for rights values and `_parent`, which also needs `_expander` on the parent it names, unless that parent is deleted). `_type`, `_created`, `billing_*` values and the last `_owner` cannot be deleted.",
     security(("jwt" = [])),
-    params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Property value id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c6")),
+    params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Property value id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c6"), RetryHeader),
     responses(
         (status = 200, description = "Deleted", body = Deleted, example = json!({"deleted": true})),
+        (status = 400, response = inline(InvalidKey)),
         (status = 401, response = inline(TokenRequired)),
         (status = 403, description = "Missing rights, or a value that cannot be deleted", body = ErrorBody),
         (status = 404, description = "No such database, or the value is missing or not visible to the caller", body = ErrorBody),
+        (status = 422, response = inline(KeyReused)),
         (status = 503, response = inline(WriteUnavailable)),
     )
 )]
@@ -68,7 +71,9 @@ pub async fn delete(
     state: web::Data<AppState>,
     caller: Caller,
     path: web::Path<(String, String)>,
+    retry: RetryKey,
 ) -> Result<HttpResponse, ApiError> {
     let (db, value_id) = path.into_inner();
-    Ok(HttpResponse::Ok().json(values::delete(&state, &caller, &db, value_id).await?))
+    let retry = retry.for_body(&[]);
+    Ok(HttpResponse::Ok().json(values::delete(&state, &caller, &db, value_id, retry).await?))
 }

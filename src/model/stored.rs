@@ -1,6 +1,7 @@
 //! A stored value as the service reads it back, and its JSON.
 
 use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json, json};
 
 use crate::model::json::{format_date, format_datetime, number_json};
@@ -9,7 +10,7 @@ use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
 /// One stored value, without its credential columns. The database layer
 /// reads it from `property_values` (`db::values`); here it is plain data, so
 /// the pure projection and the views can take it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ValueRow {
     pub id: String,
     pub entity_id: String,

@@ -60,6 +60,7 @@ pub async fn add_user(
             person_type,
             login: login.clone(),
         },
+        idempotency: None,
     };
     writers.write(request, Vec::new()).await?;
     Ok(Some(person))
@@ -76,6 +77,7 @@ pub async fn add_login(writers: &Writers, db: &str, person: &str, login: &Login)
             invitation: None,
             login: Some(login.clone()),
         },
+        idempotency: None,
     };
     writers.write(request, Vec::new()).await.map(drop)
 }

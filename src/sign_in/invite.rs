@@ -76,6 +76,7 @@ pub async fn accept(
             // a login already on the person only uses the invitation up
             login: linked_to.is_none().then(|| login.clone()),
         },
+        idempotency: None,
     };
     writers.write(request, Vec::new()).await?;
     Ok(admitted)

@@ -4,13 +4,13 @@
 
 use std::collections::HashSet;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection};
 use tracing::{Instrument, Span};
 
 use super::counters::CounterCache;
-use super::{WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete, login};
+use super::{WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete, idempotency, login};
 use crate::auth::api_key::GeneratedKey;
 use crate::db::projection::TypeCache;
 use crate::error::ApiError;
@@ -77,7 +77,27 @@ async fn apply_one(
         cache.persons.insert(actor.to_owned());
     }
     let now = Utc::now();
-    match request.op {
+    let Some(key) = request.idempotency else {
+        return apply_op(conn, cache, db, actor, now, request.op, keys).await;
+    };
+    if let Some(first) = idempotency::first_outcome(conn, db, actor, &key, now).await? {
+        return Ok(first);
+    }
+    let outcome = apply_op(conn, cache, db, actor, now, request.op, keys).await?;
+    idempotency::record(conn, db, actor, &key, &outcome, now).await?;
+    Ok(outcome)
+}
+
+async fn apply_op(
+    conn: &mut AsyncPgConnection,
+    cache: &mut TransactionCache,
+    db: &str,
+    actor: &str,
+    now: DateTime<Utc>,
+    op: WriteOp,
+    keys: Vec<GeneratedKey>,
+) -> Result<WriteOutcome, ApiError> {
+    match op {
         WriteOp::CreateEntity { values } => create::create_entity(conn, cache, db, actor, now, values, keys).await,
         WriteOp::AddValues { entity_id, values } => {
             add::add_values(conn, cache, db, actor, now, &entity_id, values, keys).await

@@ -9,7 +9,8 @@
 //!   what a write replaces, and the last-`_owner` rule; `counters.rs`:
 //!   numbering;
 //! - `access.rs`: who may write at all; `keys.rs`: API keys, hashed before a
-//!   write's turn; `login.rs`: login methods, written by the service only.
+//!   write's turn; `login.rs`: login methods, written by the service only;
+//! - `idempotency.rs`: writes sent with an idempotency key, applied once.
 
 mod access;
 mod add;
@@ -18,6 +19,7 @@ mod batch;
 mod counters;
 mod create;
 mod delete;
+mod idempotency;
 pub mod keys;
 pub mod login;
 mod replaced;
@@ -25,6 +27,7 @@ pub mod validate;
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
 use tracing::Span;
 
 use crate::auth::api_key::GeneratedKey;
@@ -34,12 +37,16 @@ use crate::error::ApiError;
 use crate::model::stored::ValueRow;
 use crate::model::value::ValueInput;
 
+pub use idempotency::IdempotencyKey;
+
 /// One write, on behalf of `actor` (a person of database `db`).
 #[derive(Debug, Clone)]
 pub struct WriteRequest {
     pub db: String,
     pub actor: String,
     pub op: WriteOp,
+    /// Set when the client may repeat the write: applied once, recorded.
+    pub idempotency: Option<IdempotencyKey>,
 }
 
 #[derive(Debug, Clone)]
@@ -80,7 +87,9 @@ pub enum WriteOp {
     },
 }
 
-#[derive(Debug, Clone)]
+/// What a write did. Recorded (as JSON) for a write sent with an
+/// idempotency key, and read back for its repeats.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum WriteOutcome {
     /// Values written on an entity, in the order they were given.
     Written {
@@ -92,14 +101,29 @@ pub enum WriteOutcome {
     Aggregated {
         queued: usize,
     },
+    /// A repeat of a write sent with an idempotency key: what the first
+    /// write did (without any API key's plain text), and nothing written now.
+    Replayed(Box<WriteOutcome>),
+}
+
+impl WriteOutcome {
+    /// What the write did, a repeat's first write included.
+    pub fn first(self) -> WriteOutcome {
+        match self {
+            WriteOutcome::Replayed(first) => first.first(),
+            outcome => outcome,
+        }
+    }
 }
 
 /// One value a write stored.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WrittenValue {
     /// The value as stored (an API key's hash never leaves the database).
     pub row: ValueRow,
-    /// A new API key in plain text: the only time it is ever shown.
+    /// A new API key in plain text: the only time it is ever shown (never
+    /// recorded, so a repeat of the write shows it masked).
+    #[serde(skip)]
     pub plain_key: Option<String>,
 }
 

@@ -71,12 +71,12 @@ async fn run(state: &web::Data<AppState>, caller: &Caller, db: &str, call: ToolC
             text_of(&entities::history(state, caller, db, &id, limit, skip).await?)
         }
         ToolCall::CreateEntity { properties } => {
-            text_of(&entities::create(state, caller, db, &body_of(&properties)).await?)
+            text_of(&entities::create(state, caller, db, &body_of(&properties), None).await?)
         }
         ToolCall::AddProperties { id, properties } => {
-            text_of(&entities::add_values(state, caller, db, id, &body_of(&properties)).await?)
+            text_of(&entities::add_values(state, caller, db, id, &body_of(&properties), None).await?)
         }
-        ToolCall::DeleteProperty { id } => text_of(&values::delete(state, caller, db, id).await?),
+        ToolCall::DeleteProperty { id } => text_of(&values::delete(state, caller, db, id, None).await?),
     })
 }
 

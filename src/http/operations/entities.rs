@@ -12,7 +12,7 @@ use crate::query::DEFAULT_LIMIT;
 use crate::rights::ViewLevel;
 use crate::view::{self, access};
 use crate::write::validate;
-use crate::write::{WriteOp, WriteOutcome};
+use crate::write::{IdempotencyKey, WriteOp, WriteOutcome};
 
 /// The entity `id` as `caller` may see it, references resolved.
 pub async fn read(state: &AppState, caller: &Caller, db: &str, id: &str) -> Result<EntityRead, ApiError> {
@@ -26,26 +26,37 @@ pub async fn read(state: &AppState, caller: &Caller, db: &str, id: &str) -> Resu
 }
 
 /// Creates an entity of the values in `body` (a JSON array of values, or one value).
-pub async fn create(state: &AppState, caller: &Caller, db: &str, body: &[u8]) -> Result<Written, ApiError> {
+/// With `retry`, a repeat answers the first write's entity.
+pub async fn create(
+    state: &AppState,
+    caller: &Caller,
+    db: &str,
+    body: &[u8],
+    retry: Option<IdempotencyKey>,
+) -> Result<Written, ApiError> {
     let values = parse_body(body)?;
     validate::check_size(&values, state.max_values_per_write)?;
-    let outcome = state.write_as(caller, db, WriteOp::CreateEntity { values }).await?;
+    let outcome = state
+        .write_as(caller, db, WriteOp::CreateEntity { values }, retry)
+        .await?;
     written(state, db, outcome).await
 }
 
 /// Adds (or, by `_id`, overwrites) the values in `body` on entity `entity_id`,
-/// and mails the invitations among them.
+/// and mails the invitations among them. With `retry`, a repeat answers the
+/// first write's values (and mails nothing again).
 pub async fn add_values(
     state: &AppState,
     caller: &Caller,
     db: &str,
     entity_id: String,
     body: &[u8],
+    retry: Option<IdempotencyKey>,
 ) -> Result<Written, ApiError> {
     let values = parse_body(body)?;
     validate::check_size(&values, state.max_values_per_write)?;
     let outcome = state
-        .write_as(caller, db, WriteOp::AddValues { entity_id, values })
+        .write_as(caller, db, WriteOp::AddValues { entity_id, values }, retry)
         .await?;
     mail_invitations(state, caller, db, &outcome).await?;
     written(state, db, outcome).await
@@ -68,7 +79,7 @@ async fn mail_invitations(state: &AppState, caller: &Caller, db: &str, outcome: 
             let op = WriteOp::DeleteValue {
                 value_id: value.row.id.clone(),
             };
-            state.write_as(caller, db, op).await?;
+            state.write_as(caller, db, op, None).await?;
         }
     }
     mailed
@@ -76,7 +87,7 @@ async fn mail_invitations(state: &AppState, caller: &Caller, db: &str, outcome: 
 
 /// The answer to values written: what the write stored, file values signed.
 async fn written(state: &AppState, db: &str, outcome: WriteOutcome) -> Result<Written, ApiError> {
-    match outcome {
+    match outcome.first() {
         WriteOutcome::Written { entity_id, values } => Written::signed(&state.files, db, entity_id, &values).await,
         _ => Err(ApiError::internal("write", "a value write answered another outcome")),
     }

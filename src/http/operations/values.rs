@@ -7,7 +7,7 @@ use crate::error::ApiError;
 use crate::http::views::writes::Deleted;
 use crate::http::{AppState, Caller};
 use crate::view::{self, access};
-use crate::write::WriteOp;
+use crate::write::{IdempotencyKey, WriteOp};
 
 /// A value as its reader sees it, and a file value's signed download URL.
 pub struct ShownValue {
@@ -34,8 +34,17 @@ pub async fn read(state: &AppState, caller: &Caller, db: &str, id: &str) -> Resu
     Ok(ShownValue { value: resolved, url })
 }
 
-/// Soft-deletes value `value_id` through the database's writer.
-pub async fn delete(state: &AppState, caller: &Caller, db: &str, value_id: String) -> Result<Deleted, ApiError> {
-    state.write_as(caller, db, WriteOp::DeleteValue { value_id }).await?;
+/// Soft-deletes value `value_id` through the database's writer (with
+/// `retry`, a repeat answers the same).
+pub async fn delete(
+    state: &AppState,
+    caller: &Caller,
+    db: &str,
+    value_id: String,
+    retry: Option<IdempotencyKey>,
+) -> Result<Deleted, ApiError> {
+    state
+        .write_as(caller, db, WriteOp::DeleteValue { value_id }, retry)
+        .await?;
     Ok(Deleted { deleted: true })
 }

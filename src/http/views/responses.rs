@@ -77,6 +77,23 @@ shared_response!(
 );
 
 shared_response!(
+    /// 400 of a write without a body: a malformed `Idempotency-Key`.
+    InvalidKey => error_response(
+        "The `Idempotency-Key` is empty, longer than 255 characters or not visible ASCII (`invalid_idempotency_key`)",
+        None,
+    )
+);
+
+shared_response!(
+    /// 422 of a write: its `Idempotency-Key` came with another request before.
+    KeyReused => error_response(
+        "The `Idempotency-Key` was used by this caller on another request (method, path or body) \
+         within 24 hours (`idempotency_key_reused`)",
+        None,
+    )
+);
+
+shared_response!(
     /// 400 of a thumbnail route: the size or the file cannot be rendered.
     ThumbnailRefused => error_response(
         "Invalid `size`, an unsupported file type, an image over 40 megapixels, a file that cannot be \
