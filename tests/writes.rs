@@ -301,3 +301,83 @@ async fn the_write_caps_hold_with_rate_limits_turned_off() {
     let (status, body) = app.post(&path, &token, notes(20)).await;
     assert_eq!(status, 200, "{body}");
 }
+
+/// The backends of the app's database waiting for a lock.
+async fn lock_waiters(conn: &mut diesel_async::AsyncPgConnection) -> Vec<i32> {
+    use diesel::sql_types::Integer;
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Backend {
+        #[diesel(sql_type = Integer)]
+        pid: i32,
+    }
+    let waiting: Vec<Backend> = diesel::sql_query(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+         AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
+    )
+    .load(conn)
+    .await
+    .unwrap();
+    waiting.into_iter().map(|backend| backend.pid).collect()
+}
+
+#[tokio::test]
+async fn a_write_whose_connection_breaks_before_commit_runs_again_on_a_new_connection_and_is_stored_once() {
+    use diesel::sql_types::{Integer, Text};
+    use diesel_async::RunQueryDsl;
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let book = app.create_type(&token, "book").await;
+    let id = app
+        .create(&token, &book, json!([{"type": "title", "string": "Dune"}]))
+        .await;
+
+    // hold the book's row, so the write waits inside its transaction
+    let mut holder = app.pool.get().await.unwrap();
+    diesel::sql_query("BEGIN").execute(&mut holder).await.unwrap();
+    diesel::sql_query("SELECT 1 FROM entities WHERE db = 'demo' AND id = $1 FOR UPDATE")
+        .bind::<Text, _>(&id)
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let write = {
+        let (url, http, token, id) = (app.url.clone(), app.http.clone(), token.clone(), id.clone());
+        tokio::spawn(async move {
+            let response = http
+                .post(format!("{url}/api/demo/entity/{id}"))
+                .bearer_auth(token)
+                .json(&json!([{"type": "title", "string": "Emma"}]))
+                .send()
+                .await
+                .unwrap();
+            (response.status().as_u16(), response.json::<Json>().await.unwrap())
+        })
+    };
+    // PostgreSQL ends the waiting write's connection (a restart, an operator)
+    let mut waiter = Vec::new();
+    for _ in 0..200 {
+        waiter = lock_waiters(&mut holder).await;
+        if !waiter.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(waiter.len(), 1, "the write waits for the row");
+    diesel::sql_query("SELECT pg_terminate_backend($1)")
+        .bind::<Integer, _>(waiter[0])
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    diesel::sql_query("ROLLBACK").execute(&mut holder).await.unwrap();
+
+    let (status, body) = write.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let (_, entity) = app.get(&format!("/api/demo/entity/{id}"), &token).await;
+    let titles: Vec<&str> = entity["entity"]["title"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|title| title["string"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles.iter().filter(|title| **title == "Emma").count(), 1, "{entity}");
+}

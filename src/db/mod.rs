@@ -90,6 +90,16 @@ impl Manager for Connections {
     }
 }
 
+/// A new connection to the pool's database, outside the pool: for running a
+/// write again after its connection broke, when the pooled ones may have
+/// broken with it (PostgreSQL restarted).
+pub async fn new_connection(pool: &Pool) -> Result<AsyncPgConnection, crate::error::ApiError> {
+    pool.manager()
+        .create()
+        .await
+        .map_err(|error| deadpool::managed::PoolError::Backend(error).into())
+}
+
 /// Applies pending migrations (blocking; call off the async workers).
 pub fn migrate(url: &str) -> Result<usize, String> {
     let mut conn = PgConnection::establish(url).map_err(|e| format!("cannot connect to PostgreSQL: {e}"))?;

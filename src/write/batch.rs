@@ -13,45 +13,85 @@ use super::counters::CounterCache;
 use super::{WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete, idempotency, login};
 use crate::auth::api_key::GeneratedKey;
 use crate::db::projection::TypeCache;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
+
+/// How a batch's transaction failed.
+pub(super) enum Failed {
+    /// No connection came: nothing ran.
+    NoConnection(ApiError),
+    /// Before COMMIT: nothing of it was written.
+    BeforeCommit(ApiError),
+    /// At COMMIT: whether it was written is unknown to the server.
+    AtCommit(ApiError),
+}
+
+impl Failed {
+    /// Whether the connection broke before COMMIT, so the same writes may run
+    /// again, whole, on another connection.
+    pub(super) fn lost_connection_before_commit(&self) -> bool {
+        matches!(self, Failed::BeforeCommit(error) if error.code == ErrorCode::DatabaseUnavailable)
+    }
+
+    pub(super) fn into_error(self) -> ApiError {
+        match self {
+            Failed::NoConnection(error) | Failed::BeforeCommit(error) | Failed::AtCommit(error) => error,
+        }
+    }
+}
 
 /// Runs writes in one transaction. With `isolated`, each runs in a savepoint
 /// and a refusal is its outcome; without, the first refusal rolls back all.
+/// Either way a lost connection rolls back all.
 pub(super) async fn run_batch(
     conn: &mut AsyncPgConnection,
     batch: &[(WriteRequest, Vec<GeneratedKey>, Span)],
     isolated: bool,
-) -> Result<Vec<Result<WriteOutcome, ApiError>>, ApiError> {
-    conn.transaction(|conn| {
-        async move {
-            let mut cache = TransactionCache::default();
-            let mut outcomes = Vec::with_capacity(batch.len());
-            for (request, keys, span) in batch {
-                let (request, keys) = (request.clone(), keys.clone());
-                if !isolated {
-                    let outcome = apply_one(conn, &mut cache, request, keys).instrument(span.clone());
-                    outcomes.push(Ok(outcome.await?));
-                    continue;
+) -> Result<Vec<Result<WriteOutcome, ApiError>>, Failed> {
+    let mut committing = false;
+    let reached_commit = &mut committing;
+    let result = conn
+        .transaction(|conn| {
+            async move {
+                let mut cache = TransactionCache::default();
+                let mut outcomes = Vec::with_capacity(batch.len());
+                for (request, keys, span) in batch {
+                    let (request, keys) = (request.clone(), keys.clone());
+                    if !isolated {
+                        let outcome = apply_one(conn, &mut cache, request, keys).instrument(span.clone());
+                        outcomes.push(Ok(outcome.await?));
+                        continue;
+                    }
+                    let caching = &mut cache;
+                    let outcome = conn
+                        .transaction(|conn| {
+                            apply_one(conn, caching, request, keys)
+                                .instrument(span.clone())
+                                .scope_boxed()
+                        })
+                        .await;
+                    if let Err(error) = &outcome {
+                        // not this write's refusal: the connection is gone
+                        if error.code == ErrorCode::DatabaseUnavailable {
+                            return Err(error.clone());
+                        }
+                        // what it cached may have been rolled back with it
+                        cache = TransactionCache::default();
+                    }
+                    outcomes.push(outcome);
                 }
-                let caching = &mut cache;
-                let outcome = conn
-                    .transaction(|conn| {
-                        apply_one(conn, caching, request, keys)
-                            .instrument(span.clone())
-                            .scope_boxed()
-                    })
-                    .await;
-                if outcome.is_err() {
-                    // what it cached may have been rolled back with it
-                    cache = TransactionCache::default();
-                }
-                outcomes.push(outcome);
+                *reached_commit = true;
+                Ok(outcomes)
             }
-            Ok(outcomes)
+            .scope_boxed()
+        })
+        .await;
+    result.map_err(|error| {
+        if committing {
+            Failed::AtCommit(error)
+        } else {
+            Failed::BeforeCommit(error)
         }
-        .scope_boxed()
     })
-    .await
 }
 
 /// What the writes of one transaction learned and may reuse.

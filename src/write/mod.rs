@@ -27,6 +27,7 @@ pub mod validate;
 
 use std::collections::HashMap;
 
+use diesel_async::AsyncPgConnection;
 use serde::{Deserialize, Serialize};
 use tracing::Span;
 
@@ -154,22 +155,46 @@ pub async fn apply(pool: &Pool, request: WriteRequest) -> Result<WriteOutcome, A
 /// commit, and one wait for the disk, for the whole batch). A refused write
 /// leaves no trace and does not disturb the others. Answers one outcome per
 /// request, in order. Each write runs (and logs) under the span it came with.
+///
+/// A connection that breaks before COMMIT (PostgreSQL restarting, a
+/// terminated backend) wrote nothing: the batch runs once more on a fresh
+/// one. One that breaks during COMMIT leaves the outcome unknown: each write
+/// answers 503 `database_unavailable`, and a client's repeat with its
+/// idempotency key is then safe.
 pub async fn apply_batch(
     pool: &Pool,
     batch: Vec<(WriteRequest, Vec<GeneratedKey>, Span)>,
 ) -> Vec<Result<WriteOutcome, ApiError>> {
-    let applied = match pool.get().await {
-        // Most batches pass whole: try without the cost of a savepoint per
-        // write, and only when one is refused run them again, each isolated.
-        Ok(mut conn) => match batch::run_batch(&mut conn, &batch, batch.len() == 1).await {
-            Err(_) if batch.len() > 1 => batch::run_batch(&mut conn, &batch, true).await,
-            result => result,
-        },
-        Err(error) => Err(error.into()),
+    let mut applied = match pool.get().await {
+        Ok(mut conn) => apply_on(&mut conn, &batch).await,
+        Err(error) => Err(batch::Failed::NoConnection(error.into())),
     };
+    if matches!(&applied, Err(failed) if failed.lost_connection_before_commit()) {
+        tracing::warn!("the database connection broke before COMMIT; running the writes again on a new one");
+        // a new connection: others in the pool may have broken with it
+        applied = match crate::db::new_connection(pool).await {
+            Ok(mut conn) => apply_on(&mut conn, &batch).await,
+            Err(error) => Err(batch::Failed::NoConnection(error)),
+        };
+    }
     match applied {
         Ok(outcomes) => outcomes,
-        Err(error) => vec![Err(error); batch.len()],
+        Err(failed) => vec![Err(failed.into_error()); batch.len()],
+    }
+}
+
+/// [`apply_batch`] on one connection. Most batches pass whole: they run
+/// without the cost of a savepoint per write, and only when one is refused
+/// run again, each isolated.
+async fn apply_on(
+    conn: &mut AsyncPgConnection,
+    batch: &[(WriteRequest, Vec<GeneratedKey>, Span)],
+) -> Result<Vec<Result<WriteOutcome, ApiError>>, batch::Failed> {
+    match batch::run_batch(conn, batch, batch.len() == 1).await {
+        Err(failed) if batch.len() > 1 && !failed.lost_connection_before_commit() => {
+            batch::run_batch(conn, batch, true).await
+        }
+        result => result,
     }
 }
 
