@@ -5,7 +5,7 @@ CARGO ?= cargo
 TEST_PG_DIR ?= /tmp/eds-test-pg-$(shell pwd | sha256sum | cut -c1-16)
 export EDS_TEST_PG_DIR := $(TEST_PG_DIR)
 
-.PHONY: run test deps build lint bench clean-test-cluster
+.PHONY: run test deps build lint bench chaos clean-test-cluster
 
 deps:
 	@scripts/install-deps.sh
@@ -31,6 +31,13 @@ BENCH ?= query
 bench: deps
 	@scripts/install-bench-tools.sh
 	$(CARGO) bench --bench $(BENCH)
+
+# The crash and fault tests at length (`make test` runs them for 12 s each): kills, PostgreSQL
+# restarts and ended connections under load, one after another; figures on stderr.
+CHAOS_SECONDS ?= 300
+chaos: deps
+	EDS_CHAOS_SECONDS=$(CHAOS_SECONDS) $(CARGO) test --test chaos -- --nocapture --test-threads=1; \
+	status=$$?; $(MAKE) --no-print-directory clean-test-cluster; exit $$status
 
 clean-test-cluster:
 	scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"

@@ -1,0 +1,609 @@
+//! Crashes and faults under load. Each test starts a PostgreSQL cluster of
+//! its own (so killing and restarting never touches the cluster the other
+//! tests share) and two `eds serve` processes on it. Sixteen clients create
+//! entities, overwrite values by `_id` and take counters, each write with an
+//! `Idempotency-Key`, repeating every write whose outcome they did not learn
+//! (no answer, or a 503) on either process until it is answered; a fifth of
+//! the writes are first sent by an impatient client, who drops the
+//! connection before the answer comes. Meanwhile a
+//! process is killed with SIGKILL and restarted, or PostgreSQL is restarted,
+//! or its connections are ended. Afterwards, against the clients' records:
+//!
+//! - every write answered 2xx is stored exactly as answered, and once;
+//! - no write is half stored: it holds all its values or none;
+//! - counters are unique and gap-free;
+//! - every projection equals one rebuilt from the value rows (export, import);
+//! - nothing answered 500, every 503 came with `Retry-After`, and the
+//!   processes answer again by themselves after the last fault.
+//!
+//! `EDS_CHAOS_SECONDS` (default 12) sets how long the load runs: the long run
+//! is `make chaos` (README, "Reliability"). Figures go to stderr
+//! (`-- --nocapture`).
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::processes::{self, create_demo, login};
+use diesel::sql_types::{Bool, Nullable, Text};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use eds::db::local_cluster::LocalCluster;
+use rand::Rng;
+use serde_json::{Value as Json, json};
+use tokio::process::Child;
+
+const CLIENTS: usize = 16;
+/// The longest a client waits for one answer; a request still unanswered
+/// then counts as a hang.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+fn load_seconds() -> u64 {
+    std::env::var("EDS_CHAOS_SECONDS")
+        .ok()
+        .and_then(|seconds| seconds.parse().ok())
+        .unwrap_or(12)
+}
+
+/// A PostgreSQL cluster of the test's own, stopped and removed when dropped.
+struct OwnCluster {
+    cluster: LocalCluster,
+    _dir: common::tempdir::Dir,
+}
+
+impl OwnCluster {
+    fn start() -> OwnCluster {
+        let dir = common::tempdir::Dir::new();
+        let cluster = LocalCluster::new(&dir.0.join("postgres")).unwrap();
+        // durable, as in production: the point is what survives
+        cluster.ensure_running(false).unwrap();
+        let admin = cluster.url("postgres").unwrap();
+        eds::db::create_database_if_missing(&admin, "chaos", None).unwrap();
+        OwnCluster { cluster, _dir: dir }
+    }
+
+    fn url(&self) -> String {
+        self.cluster.url("chaos").unwrap()
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        let _ = self.cluster.stop();
+        let _ = std::fs::remove_dir_all(self.cluster.data_dir());
+    }
+}
+
+/// The two `eds serve` processes and where they listen now.
+struct Servers {
+    database_url: String,
+    data_dir: PathBuf,
+    urls: Mutex<Vec<String>>,
+    children: tokio::sync::Mutex<Vec<Child>>,
+}
+
+/// Sixteen clients on one address would be throttled.
+const SERVE_ENV: [(&str, &str); 1] = [("EDS__LIMITS__ENABLED", "false")];
+
+impl Servers {
+    async fn start(database_url: String, data_dir: PathBuf) -> Servers {
+        let (mut children, mut urls) = (Vec::new(), Vec::new());
+        for _ in 0..2 {
+            let (child, url, _) = processes::serve_logged(&database_url, &data_dir, &SERVE_ENV).await;
+            children.push(child);
+            urls.push(url);
+        }
+        Servers {
+            database_url,
+            data_dir,
+            urls: Mutex::new(urls),
+            children: tokio::sync::Mutex::new(children),
+        }
+    }
+
+    fn url(&self, which: usize) -> String {
+        self.urls.lock().unwrap()[which % 2].clone()
+    }
+
+    /// SIGKILL, a moment down, and a new process in its place.
+    async fn kill_and_restart(&self, which: usize, down: Duration) {
+        let mut children = self.children.lock().await;
+        children[which].start_kill().unwrap();
+        children[which].wait().await.unwrap();
+        tokio::time::sleep(down).await;
+        let (child, url, _) = processes::serve_logged(&self.database_url, &self.data_dir, &SERVE_ENV).await;
+        children[which] = child;
+        self.urls.lock().unwrap()[which] = url;
+    }
+}
+
+/// The fault a run injects.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    KillProcess,
+    RestartPostgres,
+    EndConnections,
+}
+
+/// What the clients saw, for the checks and the figures.
+#[derive(Default)]
+struct Tally {
+    statuses: BTreeMap<u16, usize>,
+    /// Requests that got no answer: the process was down or died.
+    no_answer: usize,
+    /// Requests whose client stopped waiting for the answer on purpose.
+    abandoned: usize,
+    hangs: usize,
+    /// 503s without `Retry-After`, and answers no write should get.
+    wrong: Vec<String>,
+}
+
+/// A write and what became of it.
+struct Record {
+    tag: String,
+    kind: Kind,
+    /// The 2xx body, when one came.
+    answer: Option<Json>,
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Kind {
+    Create,
+    Counter,
+    Overwrite,
+}
+
+/// An entity a client created, and its current title and note values.
+struct Own {
+    id: String,
+    title: String,
+    note: String,
+}
+
+struct Load {
+    servers: Arc<Servers>,
+    http: reqwest::Client,
+    token: String,
+    item_type: String,
+    tally: Mutex<Tally>,
+    deadline: Instant,
+}
+
+impl Load {
+    /// Sends a write with its key until it is answered 2xx, on alternating
+    /// processes; `None` if no answer came in time.
+    async fn until_answered(&self, client: usize, path: &str, key: &str, body: &Json) -> Option<Json> {
+        let give_up = self.deadline + Duration::from_secs(60);
+        for attempt in 0.. {
+            if Instant::now() > give_up {
+                return None;
+            }
+            let url = format!("{}{path}", self.servers.url(client + attempt));
+            // A fifth of first attempts give up on their answer almost at
+            // once, as a client whose network failed: the write may well be
+            // stored, and only its key keeps the repeat from storing it twice.
+            let impatient = attempt == 0 && rand::thread_rng().gen_bool(0.2);
+            let timeout = if impatient {
+                Duration::from_millis(rand::thread_rng().gen_range(1..30))
+            } else {
+                REQUEST_TIMEOUT
+            };
+            let sent = self
+                .http
+                .post(url)
+                .bearer_auth(&self.token)
+                .header("Idempotency-Key", key)
+                .json(body)
+                .timeout(timeout)
+                .send()
+                .await;
+            let response = match sent {
+                Ok(response) => response,
+                Err(error) => {
+                    {
+                        let mut tally = self.tally.lock().unwrap();
+                        match (impatient, error.is_timeout()) {
+                            (true, _) => tally.abandoned += 1,
+                            (false, true) => tally.hangs += 1,
+                            (false, false) => tally.no_answer += 1,
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let status = response.status().as_u16();
+            let retry_after = response.headers().contains_key("retry-after");
+            let answer: Option<Json> = response.json().await.ok();
+            let pause = {
+                let mut tally = self.tally.lock().unwrap();
+                *tally.statuses.entry(status).or_default() += 1;
+                match (status, answer) {
+                    (200 | 201, Some(answer)) => return Some(answer),
+                    (503, _) => {
+                        if !retry_after {
+                            tally.wrong.push(format!("503 without Retry-After for {key}"));
+                        }
+                        rand::thread_rng().gen_range(100..400)
+                    }
+                    (status, answer) => {
+                        // a 500, a 4xx, or a body cut mid-answer: never right here
+                        tally.wrong.push(format!("{status} for {key}: {answer:?}"));
+                        return None;
+                    }
+                }
+            };
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+        }
+        None
+    }
+
+    /// One client: writes until the deadline; answers its records.
+    async fn client(&self, client: usize) -> Vec<Record> {
+        let mut records = Vec::new();
+        let mut own: Vec<Own> = Vec::new();
+        let mut n = 0;
+        while Instant::now() < self.deadline {
+            n += 1;
+            let tag = format!("c{client}w{n}");
+            let roll = rand::thread_rng().gen_range(0..100);
+            let (kind, path, body) = if roll < 30 && !own.is_empty() {
+                let pick = rand::thread_rng().gen_range(0..own.len());
+                let entity = &own[pick];
+                let body = json!([
+                    {"_id": entity.title, "type": "title", "string": format!("{tag}-title")},
+                    {"_id": entity.note, "type": "note", "string": format!("{tag}-note")},
+                ]);
+                (Kind::Overwrite, format!("/api/demo/entity/{}", entity.id), body)
+            } else if roll < 45 {
+                let body = json!([
+                    {"type": "_type", "reference": self.item_type},
+                    {"type": "name", "string": tag},
+                    {"type": "no", "counter": true},
+                ]);
+                (Kind::Counter, "/api/demo/entity".to_owned(), body)
+            } else {
+                let body = json!([
+                    {"type": "_type", "reference": self.item_type},
+                    {"type": "name", "string": tag},
+                    {"type": "title", "string": format!("{tag}-title")},
+                    {"type": "note", "string": format!("{tag}-note")},
+                ]);
+                (Kind::Create, "/api/demo/entity".to_owned(), body)
+            };
+            let answer = self.until_answered(client, &path, &tag, &body).await;
+            if let Some(answer) = &answer {
+                let value_of = |prop: &str| {
+                    answer["properties"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|value| value["type"] == prop)
+                        .map(|value| value["_id"].as_str().unwrap().to_owned())
+                };
+                match kind {
+                    Kind::Create => own.push(Own {
+                        id: answer["_id"].as_str().unwrap().to_owned(),
+                        title: value_of("title").unwrap(),
+                        note: value_of("note").unwrap(),
+                    }),
+                    Kind::Overwrite => {
+                        let entity = own
+                            .iter_mut()
+                            .find(|own| Some(own.id.as_str()) == answer["_id"].as_str());
+                        let entity = entity.unwrap();
+                        entity.title = value_of("title").unwrap();
+                        entity.note = value_of("note").unwrap();
+                    }
+                    Kind::Counter => {}
+                }
+            } else {
+                // its outcome unknown: its entity's values are no longer known either
+                if kind == Kind::Overwrite {
+                    own.retain(|own| format!("/api/demo/entity/{}", own.id) != path);
+                }
+            }
+            records.push(Record { tag, kind, answer });
+        }
+        records
+    }
+}
+
+/// One stored value of the load's properties.
+#[derive(diesel::QueryableByName, Debug)]
+struct Stored {
+    #[diesel(sql_type = Text)]
+    id: String,
+    #[diesel(sql_type = Text)]
+    entity_id: String,
+    #[diesel(sql_type = Text)]
+    prop: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    string: Option<String>,
+    #[diesel(sql_type = Bool)]
+    live: bool,
+}
+
+/// The properties the load writes.
+const LOAD_PROPERTIES: [&str; 4] = ["name", "title", "note", "no"];
+
+async fn stored_values(database_url: &str) -> Vec<Stored> {
+    let mut conn = AsyncPgConnection::establish(database_url).await.unwrap();
+    diesel::sql_query(
+        "SELECT id, entity_id, prop, string, deleted_at IS NULL AS live FROM property_values \
+         WHERE db = 'demo' AND prop = ANY($1)",
+    )
+    .bind::<diesel::sql_types::Array<Text>, _>(LOAD_PROPERTIES.to_vec())
+    .load(&mut conn)
+    .await
+    .unwrap()
+}
+
+/// Every live entity's projection in database `db`, in `_id` order.
+async fn projections(database_url: &str, db: &str) -> Vec<String> {
+    #[derive(diesel::QueryableByName)]
+    struct Line {
+        #[diesel(sql_type = Text)]
+        line: String,
+    }
+    let mut conn = AsyncPgConnection::establish(database_url).await.unwrap();
+    diesel::sql_query(
+        "SELECT row(id, doc, name, type_id, parent_ids, sharing, inherit_rights, owners, editors, expanders, \
+         viewers, noaccess, public_props, domain_props, search_private, search_domain, search_public)::text AS line \
+         FROM entities WHERE db = $1 AND deleted_at IS NULL ORDER BY id",
+    )
+    .bind::<Text, _>(db)
+    .load::<Line>(&mut conn)
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|row| row.line)
+    .collect()
+}
+
+/// Checks every record against the stored values; answers how many values
+/// were verified.
+fn check_records(records: &[Record], stored: &[Stored]) -> usize {
+    let by_id: HashMap<&str, &Stored> = stored.iter().map(|value| (value.id.as_str(), value)).collect();
+    let mut by_string: HashMap<&str, Vec<&Stored>> = HashMap::new();
+    for value in stored {
+        if let Some(string) = &value.string {
+            by_string.entry(string.as_str()).or_default().push(value);
+        }
+    }
+    let with = |string: String| by_string.get(string.as_str()).cloned().unwrap_or_default();
+    let mut verified = 0;
+    for record in records {
+        let tag = &record.tag;
+        // all or nothing, and once
+        let names = with(tag.clone());
+        let (titles, notes) = (with(format!("{tag}-title")), with(format!("{tag}-note")));
+        match record.kind {
+            Kind::Create => {
+                assert!(
+                    names.len() <= 1 && titles.len() == names.len() && notes.len() == names.len(),
+                    "{tag}: half or twice written"
+                );
+                if let [name] = names.as_slice() {
+                    assert_eq!(titles[0].entity_id, name.entity_id, "{tag}");
+                    assert_eq!(notes[0].entity_id, name.entity_id, "{tag}");
+                }
+            }
+            Kind::Counter => {
+                assert!(names.len() <= 1, "{tag}: written twice");
+                if let [name] = names.as_slice() {
+                    let numbers = stored
+                        .iter()
+                        .filter(|value| value.prop == "no" && value.entity_id == name.entity_id);
+                    assert_eq!(numbers.count(), 1, "{tag}: its counter value");
+                }
+            }
+            Kind::Overwrite => {
+                assert!(
+                    titles.len() <= 1 && notes.len() == titles.len(),
+                    "{tag}: half or twice written"
+                );
+            }
+        }
+        let Some(answer) = &record.answer else { continue };
+        if record.kind != Kind::Overwrite {
+            assert_eq!(names.len(), 1, "{tag} was answered {answer} but is not stored");
+        }
+        // every value as answered
+        for value in answer["properties"].as_array().unwrap() {
+            let id = value["_id"].as_str().unwrap();
+            if !LOAD_PROPERTIES.contains(&value["type"].as_str().unwrap()) {
+                continue;
+            }
+            let row = by_id
+                .get(id)
+                .unwrap_or_else(|| panic!("{tag}: the answered value {value} is not stored"));
+            assert_eq!(row.entity_id, answer["_id"].as_str().unwrap(), "{tag}: {value}");
+            assert_eq!(row.prop, value["type"].as_str().unwrap(), "{tag}: {value}");
+            assert_eq!(row.string.as_deref(), value["string"].as_str(), "{tag}: {value}");
+            verified += 1;
+        }
+    }
+    // counters: unique and gap-free among live values (none is deleted here)
+    let mut numbers: Vec<u64> = stored
+        .iter()
+        .filter(|value| value.prop == "no" && value.live)
+        .map(|value| value.string.as_deref().unwrap().parse().unwrap())
+        .collect();
+    numbers.sort_unstable();
+    assert_eq!(
+        numbers,
+        (1..=numbers.len() as u64).collect::<Vec<_>>(),
+        "counter values"
+    );
+    verified
+}
+
+/// Runs the load with `fault` and checks everything the module's header says.
+async fn run(fault: Fault) {
+    let cluster = Arc::new(OwnCluster::start());
+    let database_url = cluster.url();
+    let data_dir = common::tempdir::Dir::new();
+    let demo = create_demo(&database_url, &data_dir.0, "owner@example.com").await;
+    let servers = Arc::new(Servers::start(database_url.clone(), data_dir.0.clone()).await);
+    let http = reqwest::Client::new();
+    let first = servers.url(0);
+    let token = login(&http, &first, &demo.key).await;
+    let entity_type = processes::call_json(
+        &http,
+        &format!("{first}/api/demo/entity?_type.string=entity&name.string=entity"),
+        &token,
+        None,
+    )
+    .await["entities"][0]["_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let item = processes::call_json(
+        &http,
+        &format!("{first}/api/demo/entity"),
+        &token,
+        Some(&json!([{"type": "_type", "reference": entity_type}, {"type": "name", "string": "item"}])),
+    )
+    .await;
+    let seconds = load_seconds();
+    let load = Arc::new(Load {
+        servers: servers.clone(),
+        http: http.clone(),
+        token: token.clone(),
+        item_type: item["_id"].as_str().unwrap().to_owned(),
+        tally: Mutex::new(Tally::default()),
+        deadline: Instant::now() + Duration::from_secs(seconds),
+    });
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            let load = load.clone();
+            tokio::spawn(async move { load.client(client).await })
+        })
+        .collect();
+
+    // faults until 3 s before the end, so the last writes show recovery
+    let faults_end = load.deadline - Duration::from_secs(3);
+    let (mut faults, mut ready_503) = (0, 0);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    while Instant::now() < faults_end {
+        match fault {
+            Fault::KillProcess => {
+                let (which, down) = {
+                    let mut rng = rand::thread_rng();
+                    (rng.gen_range(0..2), Duration::from_millis(rng.gen_range(100..800)))
+                };
+                servers.kill_and_restart(which, down).await;
+            }
+            Fault::RestartPostgres => {
+                let stopping = cluster.clone();
+                tokio::task::spawn_blocking(move || stopping.cluster.stop().unwrap())
+                    .await
+                    .unwrap();
+                let ready = http.get(format!("{}/ready", servers.url(faults))).send().await.unwrap();
+                if ready.status() == 503 {
+                    ready_503 += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let starting = cluster.clone();
+                tokio::task::spawn_blocking(move || starting.cluster.ensure_running(false).unwrap())
+                    .await
+                    .unwrap();
+            }
+            Fault::EndConnections => {
+                let mut conn = AsyncPgConnection::establish(&database_url).await.unwrap();
+                diesel::sql_query(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                )
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            }
+        }
+        faults += 1;
+        let pause = rand::thread_rng().gen_range(1000..2500);
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+    }
+    let mut records = Vec::new();
+    for client in clients {
+        records.extend(client.await.unwrap());
+    }
+
+    // the processes answer again by themselves
+    for which in 0..2 {
+        let recovered = async {
+            loop {
+                let url = format!("{}/api/demo/entity?limit=1", servers.url(which));
+                if let Ok(response) = http.get(url).bearer_auth(&token).send().await
+                    && response.status() == 200
+                {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), recovered)
+            .await
+            .expect("a process answers again within 10 s of the last fault");
+    }
+
+    let tally = std::mem::take(&mut *load.tally.lock().unwrap());
+    assert_eq!(tally.wrong, Vec::<String>::new(), "answers no write should get");
+    assert_eq!(tally.hangs, 0, "requests unanswered for {REQUEST_TIMEOUT:?}");
+    let stored = stored_values(&database_url).await;
+    let verified = check_records(&records, &stored);
+
+    // every projection is the one rebuilt from the value rows
+    let export = data_dir.0.join("demo.jsonl");
+    let path = export.to_string_lossy().into_owned();
+    for args in [vec!["export", "demo", "--out", &path], vec!["import", "copy", &path]] {
+        let output = processes::eds(&database_url, &data_dir.0)
+            .args(args)
+            .output()
+            .await
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let rebuilt = projections(&database_url, "copy").await;
+    assert_eq!(rebuilt, projections(&database_url, "demo").await, "projections");
+
+    let acknowledged = records.iter().filter(|record| record.answer.is_some()).count();
+    let fives: usize = tally.statuses.range(500..).map(|(_, count)| count).sum();
+    eprintln!(
+        "chaos {fault:?}, {seconds} s, {CLIENTS} clients: {} writes, {acknowledged} acknowledged, \
+         {} unknown, {verified} values verified, {} entities' projections equal rebuilt ones; \
+         {faults} faults, /ready 503 during {ready_503}; answers {:?}, {} sent without answer, {} abandoned; \
+         5xx = {fives} (all 503 with Retry-After), 500 = {}",
+        records.len(),
+        records.len() - acknowledged,
+        rebuilt.len(),
+        tally.statuses,
+        tally.no_answer,
+        tally.abandoned,
+        tally.statuses.get(&500).copied().unwrap_or(0),
+    );
+    assert!(faults >= 2, "the run injected {faults} faults");
+    assert!(acknowledged > 0);
+    if matches!(fault, Fault::RestartPostgres) {
+        assert!(ready_503 > 0, "/ready reported none of the outages");
+    }
+    drop(servers);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_processes_lose_no_acknowledged_write_and_half_write_none() {
+    run(Fault::KillProcess).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgresql_restart_under_load_answers_503_with_retry_after_and_loses_nothing() {
+    run(Fault::RestartPostgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ended_connections_under_load_answer_503_with_retry_after_and_lose_nothing() {
+    run(Fault::EndConnections).await;
+}
