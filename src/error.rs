@@ -143,6 +143,9 @@ error_codes! {
         /// PDF thumbnails cannot be rendered here: libpdfium is missing or
         /// does not load (`thumbnails.pdfium_library`).
         PdfUnavailable = "pdf_unavailable",
+        /// Object storage did not answer within `storage.s3.timeout_ms`,
+        /// refused the connection, or answered an error.
+        StorageUnavailable = "storage_unavailable",
     }
 }
 
@@ -161,6 +164,7 @@ impl ErrorCode {
             ErrorCode::PdfUnavailable => {
                 Some("libpdfium is missing or does not load: PDF thumbnails cannot be rendered")
             }
+            ErrorCode::StorageUnavailable => Some("object storage did not answer, or answered an error"),
             _ => None,
         }
     }

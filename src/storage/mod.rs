@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::config::{Settings, StorageBackend};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// Lifetime of every signed upload, download and thumbnail URL.
 pub const URL_LIFETIME: Duration = Duration::from_secs(60);
@@ -105,9 +105,15 @@ pub enum ReadObject {
 #[error("object storage: {0}")]
 pub struct StoreError(pub String);
 
+/// Object storage away, slow or failing is a moment to wait out, like the
+/// database's: 503 with `Retry-After`, the cause in the log.
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> ApiError {
-        ApiError::internal("object storage", error)
+        tracing::warn!(%error, "object storage unavailable");
+        ApiError::new(
+            ErrorCode::StorageUnavailable,
+            "Object storage cannot be reached just now; retry later",
+        )
     }
 }
 

@@ -108,19 +108,42 @@ shared_response!(
     SourceTooLarge => error_response("The source file is larger than 25 MB", None)
 );
 
+/// The 503s of a route that reads the database.
+const READ: &[ErrorCode] = &[
+    ErrorCode::QueryTimeout,
+    ErrorCode::DatabaseBusy,
+    ErrorCode::DatabaseUnavailable,
+];
+/// ... that writes through a database's writer.
+const WRITE: &[ErrorCode] = &[
+    ErrorCode::QueryTimeout,
+    ErrorCode::DatabaseBusy,
+    ErrorCode::DatabaseUnavailable,
+    ErrorCode::WritesBusy,
+];
+/// ... that renders thumbnails.
+const THUMBNAIL: &[ErrorCode] = &[
+    ErrorCode::ThumbnailsBusy,
+    ErrorCode::PdfUnavailable,
+    ErrorCode::StorageUnavailable,
+    ErrorCode::QueryTimeout,
+    ErrorCode::DatabaseBusy,
+    ErrorCode::DatabaseUnavailable,
+];
+
 shared_response!(
     /// 503 of a route that reads the database.
-    ReadUnavailable => unavailable(&[ErrorCode::QueryTimeout, ErrorCode::DatabaseBusy])
+    ReadUnavailable => unavailable(READ)
 );
 
 shared_response!(
     /// 503 of a route that writes through the database's writer.
-    WriteUnavailable => unavailable(&[ErrorCode::QueryTimeout, ErrorCode::DatabaseBusy, ErrorCode::WritesBusy])
+    WriteUnavailable => unavailable(WRITE)
 );
 
 shared_response!(
     /// 503 of a route that renders thumbnails.
-    ThumbnailUnavailable => unavailable(&[ErrorCode::ThumbnailsBusy, ErrorCode::QueryTimeout, ErrorCode::DatabaseBusy])
+    ThumbnailUnavailable => unavailable(THUMBNAIL)
 );
 
 #[cfg(test)]
@@ -137,22 +160,9 @@ mod tests {
     #[test]
     fn each_503_names_its_codes_with_their_reasons() {
         let cases = [
-            (
-                description::<ReadUnavailable>(),
-                &[ErrorCode::QueryTimeout, ErrorCode::DatabaseBusy][..],
-            ),
-            (
-                description::<WriteUnavailable>(),
-                &[ErrorCode::QueryTimeout, ErrorCode::DatabaseBusy, ErrorCode::WritesBusy],
-            ),
-            (
-                description::<ThumbnailUnavailable>(),
-                &[
-                    ErrorCode::ThumbnailsBusy,
-                    ErrorCode::QueryTimeout,
-                    ErrorCode::DatabaseBusy,
-                ],
-            ),
+            (description::<ReadUnavailable>(), READ),
+            (description::<WriteUnavailable>(), WRITE),
+            (description::<ThumbnailUnavailable>(), THUMBNAIL),
         ];
         for (description, codes) in cases {
             assert!(description.contains("`Retry-After`"), "{description}");
