@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use actix_web::dev::Server;
+use actix_web::error::{JsonPayloadError, UrlencodedError};
 use actix_web::middleware::{ErrorHandlers, from_fn};
 use actix_web::{App, HttpServer, web};
 use rand::RngCore;
@@ -156,8 +157,33 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
             .app_data(metrics_token.clone())
             .app_data(web::PayloadConfig::new(json_body_limit))
             // the typed extractors (sign-in and OAuth bodies) keep to the same bound
-            .app_data(web::JsonConfig::default().limit(json_body_limit))
-            .app_data(web::FormConfig::default().limit(json_body_limit))
+            .app_data(
+                web::JsonConfig::default()
+                    .limit(json_body_limit)
+                    .error_handler(|error, _| match error {
+                        JsonPayloadError::ContentType => ApiError::new(
+                            ErrorCode::InvalidJson,
+                            "The body must be JSON (Content-Type: application/json)",
+                        )
+                        .into(),
+                        other => other.into(),
+                    }),
+            )
+            .app_data(
+                web::FormConfig::default()
+                    .limit(json_body_limit)
+                    .error_handler(|error, _| {
+                        match error {
+                            // the OAuth token endpoint's RFC 6749 code, and a clear 400 for the sign-in forms
+                            UrlencodedError::ContentType => ApiError::new(
+                                ErrorCode::InvalidRequest,
+                                "The body must be a form (Content-Type: application/x-www-form-urlencoded)",
+                            )
+                            .into(),
+                            other => other.into(),
+                        }
+                    }),
+            )
             .app_data(
                 web::QueryConfig::default()
                     .error_handler(|error, _| ApiError::new(ErrorCode::InvalidQuery, error.to_string()).into()),

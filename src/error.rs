@@ -326,6 +326,11 @@ fn is_lost_connection(message: &str) -> bool {
         "connection to server",
         "no connection to the server",
         "connection closed",
+        // tokio-postgres's own, for a socket that failed or a server that went quiet
+        "error communicating with the server",
+        "unexpected message from server",
+        "timeout waiting for server",
+        "error connecting to server",
     ]
     .iter()
     .any(|words| message.contains(words))
@@ -377,6 +382,34 @@ mod tests {
             body,
             r#"{"status":404,"error":"not_found","message":"Entity not found"}"#
         );
+    }
+
+    #[test]
+    fn a_connection_postgresql_or_the_network_lost_is_database_unavailable() {
+        use diesel::result::{DatabaseErrorKind, Error};
+        let error = |kind, message: &str| Error::DatabaseError(kind, Box::new(message.to_owned()));
+        for (kind, message) in [
+            (
+                DatabaseErrorKind::Unknown,
+                "terminating connection due to administrator command",
+            ),
+            (DatabaseErrorKind::Unknown, "the database system is shutting down"),
+            (DatabaseErrorKind::ClosedConnection, "anything"),
+            (DatabaseErrorKind::UnableToSendCommand, "connection closed"),
+            (
+                DatabaseErrorKind::UnableToSendCommand,
+                "error communicating with the server: Connection reset by peer (os error 104)",
+            ),
+            (DatabaseErrorKind::UnableToSendCommand, "unexpected message from server"),
+        ] {
+            assert_eq!(
+                ApiError::from(error(kind, message)).code,
+                ErrorCode::DatabaseUnavailable,
+                "{message}"
+            );
+        }
+        let bug = error(DatabaseErrorKind::UnableToSendCommand, "error serializing parameter 0");
+        assert_eq!(ApiError::from(bug).code, ErrorCode::Internal);
     }
 
     #[test]

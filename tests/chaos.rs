@@ -1,6 +1,7 @@
 //! Crashes and faults under load. Each test starts a PostgreSQL cluster of
 //! its own (so killing and restarting never touches the cluster the other
-//! tests share) and two `eds serve` processes on it. Sixteen clients create
+//! tests share) and two `eds serve` processes on it, started together on the
+//! empty database (one migrates it, the other waits). Sixteen clients create
 //! entities, overwrite values by `_id` and take counters, each write with an
 //! `Idempotency-Key`, repeating every write whose outcome they did not learn
 //! (no answer, or a 503) on either process until it is answered; a fifth of
@@ -82,6 +83,8 @@ struct Servers {
     data_dir: PathBuf,
     urls: Mutex<Vec<String>>,
     children: tokio::sync::Mutex<Vec<Child>>,
+    /// Every process's log lines, the killed ones' included.
+    logs: Mutex<Vec<Arc<Mutex<Vec<String>>>>>,
 }
 
 /// Sixteen clients on one address would be throttled.
@@ -89,18 +92,31 @@ const SERVE_ENV: [(&str, &str); 1] = [("EDS__LIMITS__ENABLED", "false")];
 
 impl Servers {
     async fn start(database_url: String, data_dir: PathBuf) -> Servers {
-        let (mut children, mut urls) = (Vec::new(), Vec::new());
-        for _ in 0..2 {
-            let (child, url, _) = processes::serve_logged(&database_url, &data_dir, &SERVE_ENV).await;
+        // both at once on the empty database: one migrates, the other waits for it
+        let (first, second) = tokio::join!(
+            processes::serve_logged(&database_url, &data_dir, &SERVE_ENV),
+            processes::serve_logged(&database_url, &data_dir, &SERVE_ENV),
+        );
+        let (mut children, mut urls, mut logs) = (Vec::new(), Vec::new(), Vec::new());
+        for (child, url, log) in [first, second] {
             children.push(child);
             urls.push(url);
+            logs.push(log);
         }
         Servers {
             database_url,
             data_dir,
             urls: Mutex::new(urls),
             children: tokio::sync::Mutex::new(children),
+            logs: Mutex::new(logs),
         }
+    }
+
+    /// The lines every process logged at level ERROR.
+    fn errors(&self) -> Vec<String> {
+        let logs = self.logs.lock().unwrap();
+        let lines = logs.iter().flat_map(|log| log.lock().unwrap().clone());
+        lines.filter(|line| line.contains("ERROR")).collect()
     }
 
     fn url(&self, which: usize) -> String {
@@ -113,9 +129,10 @@ impl Servers {
         children[which].start_kill().unwrap();
         children[which].wait().await.unwrap();
         tokio::time::sleep(down).await;
-        let (child, url, _) = processes::serve_logged(&self.database_url, &self.data_dir, &SERVE_ENV).await;
+        let (child, url, log) = processes::serve_logged(&self.database_url, &self.data_dir, &SERVE_ENV).await;
         children[which] = child;
         self.urls.lock().unwrap()[which] = url;
+        self.logs.lock().unwrap().push(log);
     }
 }
 
@@ -446,8 +463,14 @@ async fn run(fault: Fault) {
     let cluster = Arc::new(OwnCluster::start());
     let database_url = cluster.url();
     let data_dir = common::tempdir::Dir::new();
-    let demo = create_demo(&database_url, &data_dir.0, "owner@example.com").await;
     let servers = Arc::new(Servers::start(database_url.clone(), data_dir.0.clone()).await);
+    let migrated = processes::eds(&database_url, &data_dir.0)
+        .arg("migrate")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&migrated.stdout).trim(), r#"{"applied":0}"#);
+    let demo = create_demo(&database_url, &data_dir.0, "owner@example.com").await;
     let http = reqwest::Client::new();
     let first = servers.url(0);
     let token = login(&http, &first, &demo.key).await;
@@ -551,7 +574,12 @@ async fn run(fault: Fault) {
     }
 
     let tally = std::mem::take(&mut *load.tally.lock().unwrap());
-    assert_eq!(tally.wrong, Vec::<String>::new(), "answers no write should get");
+    assert_eq!(
+        tally.wrong,
+        Vec::<String>::new(),
+        "answers no write should get; the processes' errors: {:#?}",
+        servers.errors()
+    );
     assert_eq!(tally.hangs, 0, "requests unanswered for {REQUEST_TIMEOUT:?}");
     let stored = stored_values(&database_url).await;
     let verified = check_records(&records, &stored);

@@ -144,7 +144,8 @@ fn refused_here(req: &HttpRequest, lang: Lang, error: ApiError) -> HttpResponse 
     ),
     responses(
         (status = 302, description = "To the sign-in, or back to `redirect_uri` with `error`"),
-        (status = 400, description = "Unknown `client_id`, or a `redirect_uri` not registered for it (`invalid_client`)", body = ErrorBody),
+        (status = 400, description = "Unknown `client_id`, or a `redirect_uri` not registered for it (`invalid_client`): a page for the person in the browser, JSON for a client that asks for it",
+         content((String = "text/html"), (ErrorBody = "application/json"))),
     )
 )]
 pub async fn authorize(

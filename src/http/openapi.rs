@@ -167,8 +167,8 @@ pub async fn docs_page() -> HttpResponse {
     summary = "A file of the documentation page",
     params(("file" = String, Path, description = "`swagger-ui-bundle.js`, `swagger-ui.css` or `init.js`", example = "swagger-ui.css")),
     responses(
-        (status = 200, description = "The file, with its content type", content_type = "text/javascript", body = String,
-         example = json!("window.onload = function () { ... };")),
+        (status = 200, description = "The file, with its content type (script or style sheet)",
+         content((String = "text/javascript", example = json!("window.onload = function () { ... };")), (String = "text/css"))),
         (status = 404, description = "No such file", body = ErrorBody),
     )
 )]

@@ -83,7 +83,8 @@ fn provider_checked(state: &AppState, provider: &str) -> Result<(), ApiError> {
         ("error" = Option<String>, Query, description = "An OpenID Connect provider's answer: why it refused"),
     ),
     responses(
-        (status = 200, description = "The provider's page (HTML), or the session token when no `next` was given", body = TemporaryKey, example = json!({"key": "eyJhbGciOiJIUzI1NiJ9.eyJ1c2UiOiJzZXNzaW9uIn0.c2ln"})),
+        (status = 200, description = "The provider's page (HTML), or the session token when no `next` was given",
+         content((String = "text/html"), (TemporaryKey = "application/json", example = json!({"key": "eyJhbGciOiJIUzI1NiJ9.eyJ1c2UiOiJzZXNzaW9uIn0.c2ln"})))),
         (status = 302, description = "To the provider; or, signed in, to `next` with the session token appended"),
         (status = 400, description = "`next` is not an https URL; or the link or provider answer is unknown, used, expired, from another address, or refused (`invalid_sign_in`)", body = ErrorBody),
         (status = 404, description = "Unknown provider", body = ErrorBody),
