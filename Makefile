@@ -5,7 +5,7 @@ CARGO ?= cargo
 TEST_PG_DIR ?= /tmp/eds-test-pg-$(shell pwd | sha256sum | cut -c1-16)
 export EDS_TEST_PG_DIR := $(TEST_PG_DIR)
 
-.PHONY: run test deps build lint bench chaos clean-test-cluster
+.PHONY: run test deps build lint bench chaos soak clean-test-cluster
 
 deps:
 	@scripts/install-deps.sh
@@ -38,6 +38,12 @@ bench: deps
 CHAOS_SECONDS ?= 300
 chaos: deps
 	EDS_CHAOS_SECONDS=$(CHAOS_SECONDS) $(CARGO) test --test chaos -- --nocapture --test-threads=1
+
+# Half an hour of mixed load against one process; a table per minute on stderr.
+SOAK_SECONDS ?= 1800
+soak: deps
+	EDS_SOAK_SECONDS=$(SOAK_SECONDS) $(CARGO) test --test soak -- --ignored --nocapture; \
+	status=$$?; $(MAKE) --no-print-directory clean-test-cluster; exit $$status
 
 clean-test-cluster:
 	scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"
