@@ -5,7 +5,7 @@ CARGO ?= cargo
 TEST_PG_DIR ?= /tmp/eds-test-pg-$(shell pwd | sha256sum | cut -c1-16)
 export EDS_TEST_PG_DIR := $(TEST_PG_DIR)
 
-.PHONY: run test deps build lint bench clean-test-cluster
+.PHONY: run test deps build lint bench fuzz clean-test-cluster
 
 deps:
 	@scripts/install-deps.sh
@@ -31,6 +31,13 @@ BENCH ?= query
 bench: deps
 	@scripts/install-bench-tools.sh
 	$(CARGO) bench --bench $(BENCH)
+
+# Coverage-guided fuzzing (cargo-fuzz, nightly): every target of fuzz/ in turn,
+# FUZZ_SECONDS each; `make fuzz FUZZ_TARGETS=regex` runs one. Not part of `make test`.
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?=
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh $(FUZZ_TARGETS)
 
 clean-test-cluster:
 	scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"
