@@ -5,7 +5,7 @@ CARGO ?= cargo
 TEST_PG_DIR ?= /tmp/eds-test-pg-$(shell pwd | sha256sum | cut -c1-16)
 export EDS_TEST_PG_DIR := $(TEST_PG_DIR)
 
-.PHONY: run test deps build lint bench chaos soak clean-test-cluster
+.PHONY: run test deps build lint bench chaos soak fuzz clean-test-cluster
 
 deps:
 	@scripts/install-deps.sh
@@ -44,6 +44,13 @@ SOAK_SECONDS ?= 1800
 soak: deps
 	EDS_SOAK_SECONDS=$(SOAK_SECONDS) $(CARGO) test --test soak -- --ignored --nocapture; \
 	status=$$?; $(MAKE) --no-print-directory clean-test-cluster; exit $$status
+
+# Coverage-guided fuzzing (cargo-fuzz, nightly): every target of fuzz/ in turn,
+# FUZZ_SECONDS each; `make fuzz FUZZ_TARGETS=regex` runs one. Not part of `make test`.
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?=
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh $(FUZZ_TARGETS)
 
 clean-test-cluster:
 	scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"
