@@ -471,3 +471,35 @@ async fn an_mcp_client_with_only_the_mcp_url_discovers_registers_signs_in_and_ca
     let found: Json = serde_json::from_str(body["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert!(found["count"].as_i64().is_some(), "the REST list answer: {found}");
 }
+
+#[tokio::test]
+async fn a_token_request_or_a_sign_in_form_without_its_content_type_is_400_not_415() {
+    let app = TestApp::start().await;
+    for path in ["/auth/token", "/api/auth/e-mail"] {
+        let response = app
+            .http
+            .post(format!("{}{path}", app.url))
+            .body("grant_type=authorization_code")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{path}");
+        let body: Json = response.json().await.unwrap();
+        assert_eq!(body["error"], "invalid_request", "{path}: {body}");
+        assert_eq!(
+            body["message"],
+            "The body must be a form (Content-Type: application/x-www-form-urlencoded)"
+        );
+    }
+    // a JSON body without its type, where JSON is taken
+    let response = app
+        .http
+        .post(format!("{}/api/auth/passkey/options", app.url))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Json = response.json().await.unwrap();
+    assert_eq!(body["error"], "invalid_json", "{body}");
+}
