@@ -146,6 +146,9 @@ error_codes! {
         /// Object storage did not answer within `storage.s3.timeout_ms`,
         /// refused the connection, or answered an error.
         StorageUnavailable = "storage_unavailable",
+        /// The write's transaction and another one each waited for the
+        /// other (a deadlock), every time it ran: it was rolled back whole.
+        WriteConflict = "write_conflict",
     }
 }
 
@@ -165,6 +168,7 @@ impl ErrorCode {
                 Some("libpdfium is missing or does not load: PDF thumbnails cannot be rendered")
             }
             ErrorCode::StorageUnavailable => Some("object storage did not answer, or answered an error"),
+            ErrorCode::WriteConflict => Some("the write and another transaction kept waiting for each other"),
             _ => None,
         }
     }
@@ -265,6 +269,13 @@ impl ApiError {
         )
     }
 
+    fn write_conflict() -> Self {
+        Self::new(
+            ErrorCode::WriteConflict,
+            "The write conflicted with another one and was not stored; retry",
+        )
+    }
+
     fn query_timeout() -> Self {
         Self::new(
             ErrorCode::QueryTimeout,
@@ -295,6 +306,13 @@ impl From<diesel::result::Error> for ApiError {
         match &error {
             Error::DatabaseError(DatabaseErrorKind::ClosedConnection, _) | Error::BrokenTransactionManager => {
                 return Self::database_unavailable();
+            }
+            // PostgreSQL could not serialize the transaction (40001), or it and
+            // another waited for each other (40P01): it was rolled back, and
+            // may pass when run again
+            Error::DatabaseError(DatabaseErrorKind::SerializationFailure, _) => return Self::write_conflict(),
+            Error::DatabaseError(_, info) if info.message().contains("deadlock detected") => {
+                return Self::write_conflict();
             }
             Error::DatabaseError(_, info) => {
                 let message = info.message();
@@ -410,6 +428,23 @@ mod tests {
         }
         let bug = error(DatabaseErrorKind::UnableToSendCommand, "error serializing parameter 0");
         assert_eq!(ApiError::from(bug).code, ErrorCode::Internal);
+    }
+
+    #[test]
+    fn a_deadlock_or_a_serialization_failure_is_a_write_conflict() {
+        use diesel::result::{DatabaseErrorKind, Error};
+        let error = |kind, message: &str| Error::DatabaseError(kind, Box::new(message.to_owned()));
+        for (kind, message) in [
+            (DatabaseErrorKind::Unknown, "deadlock detected"),
+            (
+                DatabaseErrorKind::SerializationFailure,
+                "could not serialize access due to concurrent update",
+            ),
+        ] {
+            let conflict = ApiError::from(error(kind, message));
+            assert_eq!(conflict.code, ErrorCode::WriteConflict, "{message}");
+            assert_eq!(conflict.status(), StatusCode::SERVICE_UNAVAILABLE);
+        }
     }
 
     #[test]

@@ -398,3 +398,69 @@ async fn sigterm_lets_writes_in_flight_finish_and_every_acknowledged_write_is_st
     let log = log.lock().unwrap().join("\n");
     assert!(log.contains("stopped"), "{log}");
 }
+
+#[tokio::test]
+async fn writes_of_two_processes_locking_the_same_rows_keys_and_counter_in_any_order_all_succeed() {
+    let pair = pair().await;
+    let (http, token, entity_type) = (&pair.http, &pair.token, &pair.entity_type);
+    let mut shared = Vec::new();
+    for name in ["a", "b", "c"] {
+        let created = call_json(
+            http,
+            &format!("{}/api/demo/entity", pair.urls[0]),
+            token,
+            Some(&json!([{"type": "_type", "reference": entity_type}, {"type": "name", "string": name}])),
+        )
+        .await;
+        shared.push(created["_id"].as_str().unwrap().to_owned());
+    }
+    // Every write goes to both processes at once under one Idempotency-Key,
+    // as from a client retrying on the other while its first try still runs:
+    // the batches of the two lock the shared rows, the keys and the counter
+    // in every order.
+    let mut clients = Vec::new();
+    for client in 0..16 {
+        let (http, token, entity_type, shared, urls) = (
+            http.clone(),
+            token.clone(),
+            entity_type.clone(),
+            shared.clone(),
+            pair.urls.clone(),
+        );
+        clients.push(tokio::spawn(async move {
+            let mut wrong = Vec::new();
+            for round in 0..25 {
+                let (path, body) = match (client + round) % 4 {
+                    3 => (
+                        "entity".to_owned(),
+                        json!([{"type": "_type", "reference": entity_type}, {"type": "ticket", "counter": true}]),
+                    ),
+                    pick => (
+                        format!("entity/{}", shared[pick]),
+                        json!([{"type": "note", "string": format!("{client}-{round}")}]),
+                    ),
+                };
+                let send = |url: &String| {
+                    http.post(format!("{url}/api/demo/{path}"))
+                        .bearer_auth(&token)
+                        .header("Idempotency-Key", format!("c{client}r{round}"))
+                        .json(&body)
+                        .send()
+                };
+                let (first, second) = tokio::join!(send(&urls[0]), send(&urls[1]));
+                let (first, second) = (first.unwrap(), second.unwrap());
+                let statuses = (first.status(), second.status());
+                let (first, second): (Json, Json) = (first.json().await.unwrap(), second.json().await.unwrap());
+                if !statuses.0.is_success() || statuses.0 != statuses.1 || first["_id"] != second["_id"] {
+                    wrong.push(format!("{statuses:?}: {first} / {second}"));
+                }
+            }
+            wrong
+        }));
+    }
+    let mut wrong = Vec::new();
+    for client in clients {
+        wrong.extend(client.await.unwrap());
+    }
+    assert_eq!(wrong, Vec::<String>::new());
+}

@@ -1,9 +1,9 @@
 //! One writer actor per database: writes for a database are applied in
 //! arrival order, and those that arrive while a commit is under way go
 //! together into the next transaction (group commit), so many concurrent
-//! writers share one wait for the disk. The entity row lock and the counter
-//! locks inside each transaction keep writes correct when several processes
-//! serve one database.
+//! writers share one wait for the disk. When several processes serve one
+//! database, each transaction first takes the database's write lock in
+//! PostgreSQL, so the writers of all processes take turns as one would.
 
 use std::sync::Arc;
 

@@ -3,7 +3,6 @@
 
 use chrono::{DateTime, Duration, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::Text;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
@@ -30,10 +29,7 @@ pub async fn take_turn(
     now: DateTime<Utc>,
 ) -> QueryResult<Option<Recorded>> {
     // no line break occurs in a database name, an id or a key: the joined text is unambiguous
-    diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-        .bind::<Text, _>(format!("idempotency\n{db}\n{caller}\n{key}"))
-        .execute(conn)
-        .await?;
+    super::advisory_xact_lock(conn, &format!("idempotency\n{db}\n{caller}\n{key}")).await?;
     recorded::table
         .filter(recorded::db.eq(db))
         .filter(recorded::caller.eq(caller))

@@ -362,13 +362,15 @@ pub async fn live_login(
     Ok((key_live, live))
 }
 
+/// Holds the write lock of `db` until the transaction ends: the writers of
+/// every process take their turns on it.
+pub async fn lock_writes(conn: &mut AsyncPgConnection, db: &str) -> QueryResult<()> {
+    super::advisory_xact_lock(conn, &format!("writes/{db}")).await
+}
+
 /// Holds the lock of counter `prop` in `db` until the transaction ends.
 pub async fn lock_counter(conn: &mut AsyncPgConnection, db: &str, prop: &str) -> QueryResult<()> {
-    diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-        .bind::<diesel::sql_types::Text, _>(format!("counter/{db}/{prop}"))
-        .execute(conn)
-        .await
-        .map(|_| ())
+    super::advisory_xact_lock(conn, &format!("counter/{db}/{prop}")).await
 }
 
 /// The live value of `prop` with the largest `number`: its string (or the

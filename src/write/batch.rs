@@ -13,6 +13,7 @@ use super::counters::CounterCache;
 use super::{WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete, idempotency, login};
 use crate::auth::api_key::GeneratedKey;
 use crate::db::projection::TypeCache;
+use crate::db::values;
 use crate::error::{ApiError, ErrorCode};
 
 /// How a batch's transaction failed.
@@ -25,11 +26,30 @@ pub(super) enum Failed {
     AtCommit(ApiError),
 }
 
+/// Why a batch that wrote nothing may run again, whole.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Rerun {
+    /// The connection broke before COMMIT: on another connection.
+    LostConnection,
+    /// PostgreSQL rolled it back for a deadlock or a serialization failure.
+    Conflict,
+}
+
 impl Failed {
-    /// Whether the connection broke before COMMIT, so the same writes may run
-    /// again, whole, on another connection.
-    pub(super) fn lost_connection_before_commit(&self) -> bool {
-        matches!(self, Failed::BeforeCommit(error) if error.code == ErrorCode::DatabaseUnavailable)
+    pub(super) fn rerun(&self) -> Option<Rerun> {
+        match self {
+            Failed::BeforeCommit(error) => match error.code {
+                ErrorCode::DatabaseUnavailable => Some(Rerun::LostConnection),
+                ErrorCode::WriteConflict => Some(Rerun::Conflict),
+                _ => None,
+            },
+            Failed::NoConnection(_) | Failed::AtCommit(_) => None,
+        }
+    }
+
+    /// Whether one of the writes was refused: the others may pass without it.
+    pub(super) fn refused(&self) -> bool {
+        matches!(self, Failed::BeforeCommit(_)) && self.rerun().is_none()
     }
 
     pub(super) fn into_error(self) -> ApiError {
@@ -39,9 +59,14 @@ impl Failed {
     }
 }
 
-/// Runs writes in one transaction. With `isolated`, each runs in a savepoint
-/// and a refusal is its outcome; without, the first refusal rolls back all.
-/// Either way a lost connection rolls back all.
+/// Runs writes, all of one database, in one transaction. With `isolated`,
+/// each runs in a savepoint and a refusal is its outcome; without, the first
+/// refusal rolls back all. Either way a lost connection or a conflict rolls
+/// back all.
+///
+/// The transaction first takes the database's write lock, so the writers of
+/// several processes take their turns as those of one process do: no two
+/// batches lock rows, counters and idempotency keys in opposite orders.
 pub(super) async fn run_batch(
     conn: &mut AsyncPgConnection,
     batch: &[(WriteRequest, Vec<GeneratedKey>, Span)],
@@ -52,6 +77,9 @@ pub(super) async fn run_batch(
     let result = conn
         .transaction(|conn| {
             async move {
+                if let Some((first, ..)) = batch.first() {
+                    values::lock_writes(conn, &first.db).await?;
+                }
                 let mut cache = TransactionCache::default();
                 let mut outcomes = Vec::with_capacity(batch.len());
                 for (request, keys, span) in batch {
@@ -70,8 +98,9 @@ pub(super) async fn run_batch(
                         })
                         .await;
                     if let Err(error) = &outcome {
-                        // not this write's refusal: the connection is gone
-                        if error.code == ErrorCode::DatabaseUnavailable {
+                        // not this write's refusal: the connection is gone,
+                        // or the transaction met another in a deadlock
+                        if matches!(error.code, ErrorCode::DatabaseUnavailable | ErrorCode::WriteConflict) {
                             return Err(error.clone());
                         }
                         // what it cached may have been rolled back with it

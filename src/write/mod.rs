@@ -160,21 +160,43 @@ pub async fn apply(pool: &Pool, request: WriteRequest) -> Result<WriteOutcome, A
 /// terminated backend) wrote nothing: the batch runs once more on a fresh
 /// one. One that breaks during COMMIT leaves the outcome unknown: each write
 /// answers 503 `database_unavailable`, and a client's repeat with its
-/// idempotency key is then safe.
+/// idempotency key is then safe. A batch PostgreSQL rolled back for a
+/// deadlock runs again too, a few times, before its writes answer 503
+/// `write_conflict`.
 pub async fn apply_batch(
     pool: &Pool,
     batch: Vec<(WriteRequest, Vec<GeneratedKey>, Span)>,
 ) -> Vec<Result<WriteOutcome, ApiError>> {
+    const CONFLICT_RUNS: u32 = 3;
     let mut applied = match pool.get().await {
         Ok(mut conn) => apply_on(&mut conn, &batch).await,
         Err(error) => Err(batch::Failed::NoConnection(error.into())),
     };
-    if matches!(&applied, Err(failed) if failed.lost_connection_before_commit()) {
-        tracing::warn!("the database connection broke before COMMIT; running the writes again on a new one");
-        // a new connection: others in the pool may have broken with it
-        applied = match crate::db::new_connection(pool).await {
-            Ok(mut conn) => apply_on(&mut conn, &batch).await,
-            Err(error) => Err(batch::Failed::NoConnection(error)),
+    let (mut reconnected, mut conflicts) = (false, 1);
+    loop {
+        let rerun = match &applied {
+            Err(failed) => failed.rerun(),
+            Ok(_) => None,
+        };
+        applied = match rerun {
+            Some(batch::Rerun::LostConnection) if !reconnected => {
+                tracing::warn!("the database connection broke before COMMIT; running the writes again on a new one");
+                reconnected = true;
+                // a new connection: others in the pool may have broken with it
+                match crate::db::new_connection(pool).await {
+                    Ok(mut conn) => apply_on(&mut conn, &batch).await,
+                    Err(error) => Err(batch::Failed::NoConnection(error)),
+                }
+            }
+            Some(batch::Rerun::Conflict) if conflicts < CONFLICT_RUNS => {
+                tracing::warn!("the writes met another transaction in a deadlock; running them again");
+                conflicts += 1;
+                match pool.get().await {
+                    Ok(mut conn) => apply_on(&mut conn, &batch).await,
+                    Err(error) => Err(batch::Failed::NoConnection(error.into())),
+                }
+            }
+            _ => break,
         };
     }
     match applied {
@@ -185,15 +207,14 @@ pub async fn apply_batch(
 
 /// [`apply_batch`] on one connection. Most batches pass whole: they run
 /// without the cost of a savepoint per write, and only when one is refused
-/// run again, each isolated.
+/// run again, each isolated (never after COMMIT was sent: it may have
+/// stored them).
 async fn apply_on(
     conn: &mut AsyncPgConnection,
     batch: &[(WriteRequest, Vec<GeneratedKey>, Span)],
 ) -> Result<Vec<Result<WriteOutcome, ApiError>>, batch::Failed> {
     match batch::run_batch(conn, batch, batch.len() == 1).await {
-        Err(failed) if batch.len() > 1 && !failed.lost_connection_before_commit() => {
-            batch::run_batch(conn, batch, true).await
-        }
+        Err(failed) if batch.len() > 1 && failed.refused() => batch::run_batch(conn, batch, true).await,
         result => result,
     }
 }

@@ -120,6 +120,7 @@ const WRITE: &[ErrorCode] = &[
     ErrorCode::DatabaseBusy,
     ErrorCode::DatabaseUnavailable,
     ErrorCode::WritesBusy,
+    ErrorCode::WriteConflict,
 ];
 /// ... that renders thumbnails.
 const THUMBNAIL: &[ErrorCode] = &[
