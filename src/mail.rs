@@ -21,6 +21,9 @@ pub struct Mailer {
     from: Mailbox,
     /// `None`: mails go to the log.
     transport: Option<AsyncSmtpTransport<Tokio1Executor>>,
+    /// The longest one mail's delivery may take, from connecting to the
+    /// server's last answer (lettre's own timeout covers the connect only).
+    timeout: Duration,
 }
 
 impl Mailer {
@@ -29,19 +32,20 @@ impl Mailer {
             .from
             .parse::<Mailbox>()
             .map_err(|e| format!("mail.from {:?}: {e}", settings.from))?;
+        let timeout = Duration::from_millis(settings.timeout_ms.max(1));
         let transport = if settings.smtp_url.is_empty() {
             None
         } else {
             // the URL may hold a password: the error names the key, not the URL
             let builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(&settings.smtp_url)
                 .map_err(|e| format!("mail.smtp_url is not a usable SMTP URL: {e}"))?;
-            Some(
-                builder
-                    .timeout(Some(Duration::from_millis(settings.timeout_ms.max(1))))
-                    .build(),
-            )
+            Some(builder.timeout(Some(timeout)).build())
         };
-        Ok(Mailer { from, transport })
+        Ok(Mailer {
+            from,
+            transport,
+            timeout,
+        })
     }
 
     /// Hands `mail` to the SMTP server: 503 `mail_unavailable` when it does
@@ -58,7 +62,11 @@ impl Mailer {
             .header(ContentType::TEXT_PLAIN)
             .body(mail.body)
             .map_err(|e| ApiError::internal("cannot build a mail", e))?;
-        transport.send(message).await.map(drop).map_err(|error| {
+        let sent = match tokio::time::timeout(self.timeout, transport.send(message)).await {
+            Ok(sent) => sent.map(drop).map_err(|error| error.to_string()),
+            Err(_) => Err(format!("no answer within {} ms", self.timeout.as_millis())),
+        };
+        sent.map_err(|error| {
             tracing::warn!(%error, "the SMTP server did not take a mail");
             ApiError::new(ErrorCode::MailUnavailable, "The mail could not be sent; retry later")
         })

@@ -236,21 +236,28 @@ async fn mails_to_one_recipient_are_limited_per_hour() {
     assert_eq!(sink.wait_for(3).await.len(), 3);
 }
 
-#[tokio::test]
-async fn a_mail_the_server_does_not_take_answers_503_and_leaves_no_link() {
-    // nothing listens on this port
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let app = TestApp::start_with(Storage::Local, &[("mail.smtp_url", format!("smtp://127.0.0.1:{port}"))]).await;
+/// Asks for a sign-in link with `mail.smtp_url` at `port` and
+/// `mail.timeout_ms` 500: the answer must be 503 `mail_unavailable` with
+/// Retry-After, with no sign-in state left behind.
+async fn asking_for_a_link_answers_503_and_leaves_no_state(port: u16) {
+    let settings = [
+        ("mail.smtp_url", format!("smtp://127.0.0.1:{port}")),
+        ("mail.timeout_ms", "500".to_owned()),
+    ];
+    let app = TestApp::start_with(Storage::Local, &settings).await;
+    let asked = std::time::Instant::now();
     let response = client_at("127.0.0.1")
         .post(format!("{}/api/auth/e-mail", app.url))
         .form(&[("email", "ann@example.com")])
+        .timeout(std::time::Duration::from_secs(10))
         .send()
         .await
-        .unwrap();
+        .expect("an answer within 10 s");
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        asked.elapsed()
+    );
     let body = common::assert_retry_later(response).await;
     assert_eq!(body["error"], "mail_unavailable");
     let mut conn = app.pool.get().await.unwrap();
@@ -263,6 +270,32 @@ async fn a_mail_the_server_does_not_take_answers_503_and_leaves_no_link() {
     .await
     .unwrap();
     assert_eq!(states, 0);
+}
+
+#[tokio::test]
+async fn a_mail_the_server_does_not_take_answers_503_and_leaves_no_link() {
+    // nothing listens on this port
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    asking_for_a_link_answers_503_and_leaves_no_state(port).await;
+}
+
+#[tokio::test]
+async fn a_mail_server_that_never_answers_is_left_after_mail_timeout_ms_with_503_and_no_link() {
+    // accepts connections and never says a word (an SMTP server greets first)
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let mut connections = Vec::new();
+        while let Ok((connection, _)) = silent.accept().await {
+            connections.push(connection);
+        }
+    });
+    asking_for_a_link_answers_503_and_leaves_no_state(port).await;
+    held.abort();
 }
 
 #[tokio::test]
