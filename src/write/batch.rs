@@ -27,7 +27,6 @@ pub(super) enum Failed {
 }
 
 /// Why a batch that wrote nothing may run again, whole.
-#[derive(Debug, PartialEq, Eq)]
 pub(super) enum Rerun {
     /// The connection broke before COMMIT: on another connection.
     LostConnection,

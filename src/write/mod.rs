@@ -172,7 +172,7 @@ pub async fn apply_batch(
         Ok(mut conn) => apply_on(&mut conn, &batch).await,
         Err(error) => Err(batch::Failed::NoConnection(error.into())),
     };
-    let (mut reconnected, mut conflicts) = (false, 1);
+    let (mut reconnected, mut conflicted_runs) = (false, 1);
     loop {
         let rerun = match &applied {
             Err(failed) => failed.rerun(),
@@ -188,9 +188,9 @@ pub async fn apply_batch(
                     Err(error) => Err(batch::Failed::NoConnection(error)),
                 }
             }
-            Some(batch::Rerun::Conflict) if conflicts < CONFLICT_RUNS => {
+            Some(batch::Rerun::Conflict) if conflicted_runs < CONFLICT_RUNS => {
                 tracing::warn!("the writes met another transaction in a deadlock; running them again");
-                conflicts += 1;
+                conflicted_runs += 1;
                 match pool.get().await {
                     Ok(mut conn) => apply_on(&mut conn, &batch).await,
                     Err(error) => Err(batch::Failed::NoConnection(error.into())),
