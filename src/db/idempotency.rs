@@ -18,18 +18,16 @@ pub struct Recorded {
     pub outcome: Json,
 }
 
-/// Waits until no other transaction (of any process) is writing under `key`
-/// of `caller` in `db`, and holds that turn until this transaction ends;
-/// then answers what was recorded under the key within [`KEPT_FOR`].
-pub async fn take_turn(
+/// What was recorded under `key` of `caller` in `db` within [`KEPT_FOR`].
+/// Writes run under the database's write lock, so a repeat arriving on
+/// another process while the first runs waits for it and then finds this.
+pub async fn recorded(
     conn: &mut AsyncPgConnection,
     db: &str,
     caller: &str,
     key: &str,
     now: DateTime<Utc>,
 ) -> QueryResult<Option<Recorded>> {
-    // no line break occurs in a database name, an id or a key: the joined text is unambiguous
-    super::advisory_xact_lock(conn, &format!("idempotency\n{db}\n{caller}\n{key}")).await?;
     recorded::table
         .filter(recorded::db.eq(db))
         .filter(recorded::caller.eq(caller))

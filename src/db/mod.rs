@@ -100,17 +100,6 @@ pub async fn new_connection(pool: &Pool) -> Result<AsyncPgConnection, crate::err
         .map_err(|error| deadpool::managed::PoolError::Backend(error).into())
 }
 
-/// Holds the advisory lock named `name` until the transaction ends.
-pub async fn advisory_xact_lock(conn: &mut AsyncPgConnection, name: &str) -> diesel::QueryResult<()> {
-    diesel_async::RunQueryDsl::execute(
-        diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-            .bind::<diesel::sql_types::Text, _>(name),
-        conn,
-    )
-    .await
-    .map(|_| ())
-}
-
 /// Applies pending migrations (blocking; call off the async workers).
 pub fn migrate(url: &str) -> Result<usize, String> {
     let mut conn = PgConnection::establish(url).map_err(|e| format!("cannot connect to PostgreSQL: {e}"))?;

@@ -363,14 +363,14 @@ pub async fn live_login(
 }
 
 /// Holds the write lock of `db` until the transaction ends: the writers of
-/// every process take their turns on it.
+/// every process take their turns on it, which orders counters and
+/// idempotency keys as well.
 pub async fn lock_writes(conn: &mut AsyncPgConnection, db: &str) -> QueryResult<()> {
-    super::advisory_xact_lock(conn, &format!("writes/{db}")).await
-}
-
-/// Holds the lock of counter `prop` in `db` until the transaction ends.
-pub async fn lock_counter(conn: &mut AsyncPgConnection, db: &str, prop: &str) -> QueryResult<()> {
-    super::advisory_xact_lock(conn, &format!("counter/{db}/{prop}")).await
+    diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind::<diesel::sql_types::Text, _>(format!("writes/{db}"))
+        .execute(conn)
+        .await
+        .map(drop)
 }
 
 /// The live value of `prop` with the largest `number`: its string (or the

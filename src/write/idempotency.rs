@@ -18,9 +18,7 @@ pub struct IdempotencyKey {
 }
 
 /// What an earlier write under `key` stored, as [`WriteOutcome::Replayed`];
-/// `None` when the key is new (or its record expired). Holds the key's turn
-/// until the transaction ends, so a repeat arriving meanwhile on another
-/// process waits for this one and then finds its record.
+/// `None` when the key is new (or its record expired).
 pub(super) async fn first_outcome(
     conn: &mut AsyncPgConnection,
     db: &str,
@@ -28,7 +26,7 @@ pub(super) async fn first_outcome(
     key: &IdempotencyKey,
     now: DateTime<Utc>,
 ) -> Result<Option<WriteOutcome>, ApiError> {
-    let Some(recorded) = idempotency::take_turn(conn, db, caller, &key.key, now).await? else {
+    let Some(recorded) = idempotency::recorded(conn, db, caller, &key.key, now).await? else {
         return Ok(None);
     };
     if recorded.fingerprint != key.fingerprint {

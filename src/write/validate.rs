@@ -110,7 +110,6 @@ pub(super) async fn validate(
     let mut rows = Vec::with_capacity(inputs.len());
     let mut plain_keys = HashMap::new();
     one_of_each_single_valued(inputs)?;
-    cache.counters.lock(conn, target.db, inputs).await?;
     for input in inputs {
         let needed = check_property(conn, &mut cache.types, target, input).await?;
         if needed.is_some_and(|needed| !has_right(&target.lists, target.actor, needed)) {
