@@ -37,17 +37,7 @@ impl Actor for Sessions {
             let pool = sessions.pool.clone();
             ctx.spawn(
                 async move {
-                    let swept = match pool.get().await {
-                        Ok(mut conn) => match sign_in::sweep(&mut conn, now).await {
-                            Ok(_) => idempotency::sweep(&mut conn, now)
-                                .await
-                                .map(drop)
-                                .map_err(ApiError::from),
-                            Err(error) => Err(error.into()),
-                        },
-                        Err(error) => Err(error.into()),
-                    };
-                    if let Err(error) = swept {
+                    if let Err(error) = sweep(&pool, now).await {
                         tracing::warn!(%error, "sweeping expired state failed");
                     }
                 }
@@ -55,6 +45,14 @@ impl Actor for Sessions {
             );
         });
     }
+}
+
+/// Deletes the sign-in state and the idempotency records expired at `now`.
+async fn sweep(pool: &Pool, now: DateTime<Utc>) -> Result<(), ApiError> {
+    let mut conn = pool.get().await?;
+    sign_in::sweep(&mut conn, now).await?;
+    idempotency::sweep(&mut conn, now).await?;
+    Ok(())
 }
 
 #[derive(Message)]
