@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use eds::db::{self, local_cluster::LocalCluster};
 use serde_json::{Value as Json, json};
 
-use common::processes::{call_json, create_demo, login, serve_logged};
+use common::processes::{call_json, create_demo, entity_type, login, serve_logged};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -75,14 +75,7 @@ async fn run(cluster: &LocalCluster, processes: usize, clients: usize, duration:
     let urls: Vec<String> = servers.iter().map(|(_, url)| url.clone()).collect();
     let http = reqwest::Client::new();
     let token = login(&http, &urls[0], &key).await;
-    let found = call_json(
-        &http,
-        &format!("{}/api/demo/entity?_type.string=entity&name.string=entity", urls[0]),
-        &token,
-        None,
-    )
-    .await;
-    let meta = found["entities"][0]["_id"].as_str().unwrap().to_owned();
+    let meta = entity_type(&http, &urls[0], &token).await;
     let created = call_json(
         &http,
         &format!("{}/api/demo/entity", urls[0]),

@@ -316,31 +316,6 @@ async fn snapshot(app: &TestApp, db: &str, token: Option<&str>) -> Json {
 }
 
 /// An export's entity lines (the header names the database and the moment).
-/// Every live entity's stored projection in database `db`, one text per
-/// entity in `_id` order.
-async fn projections(app: &TestApp, db: &str) -> Vec<String> {
-    #[derive(diesel::QueryableByName)]
-    struct Line {
-        #[diesel(sql_type = diesel::sql_types::Text)]
-        line: String,
-    }
-    let mut conn = <diesel_async::AsyncPgConnection as diesel_async::AsyncConnection>::establish(&app.database_url)
-        .await
-        .unwrap();
-    diesel::sql_query(
-        "SELECT row(id, doc, name, type_id, parent_ids, sharing, inherit_rights, owners, editors, expanders, \
-         viewers, noaccess, public_props, domain_props, search_private, search_domain, search_public)::text AS line \
-         FROM entities WHERE db = $1 AND deleted_at IS NULL ORDER BY id",
-    )
-    .bind::<diesel::sql_types::Text, _>(db)
-    .load::<Line>(&mut conn)
-    .await
-    .unwrap()
-    .into_iter()
-    .map(|row| row.line)
-    .collect()
-}
-
 fn entity_lines(path: &Path) -> Vec<Json> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -387,9 +362,9 @@ async fn export_then_import_into_another_database_keeps_entities_rights_formulas
 
     // every projection is the one the source's writes built, whether the
     // import built it in bulk (reading only its type) or one by one
-    let copied = projections(&app, "copy").await;
+    let copied = common::projections(&app.database_url, "copy").await;
     assert_eq!(copied.len(), header["entities"].as_u64().unwrap() as usize - deleted);
-    assert_eq!(copied, projections(&app, "demo").await);
+    assert_eq!(copied, common::projections(&app.database_url, "demo").await);
 
     // the same keys log in to the copy (its key hashes are the source's)
     let copy_owner = token_in(&app, &app.key, "copy").await;

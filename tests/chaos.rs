@@ -358,28 +358,6 @@ async fn stored_values(database_url: &str) -> Vec<Stored> {
     .unwrap()
 }
 
-/// Every live entity's projection in database `db`, in `_id` order.
-async fn projections(database_url: &str, db: &str) -> Vec<String> {
-    #[derive(diesel::QueryableByName)]
-    struct Line {
-        #[diesel(sql_type = Text)]
-        line: String,
-    }
-    let mut conn = AsyncPgConnection::establish(database_url).await.unwrap();
-    diesel::sql_query(
-        "SELECT row(id, doc, name, type_id, parent_ids, sharing, inherit_rights, owners, editors, expanders, \
-         viewers, noaccess, public_props, domain_props, search_private, search_domain, search_public)::text AS line \
-         FROM entities WHERE db = $1 AND deleted_at IS NULL ORDER BY id",
-    )
-    .bind::<Text, _>(db)
-    .load::<Line>(&mut conn)
-    .await
-    .unwrap()
-    .into_iter()
-    .map(|row| row.line)
-    .collect()
-}
-
 /// Checks every record against the stored values; answers how many values
 /// were verified.
 fn check_records(records: &[Record], stored: &[Stored]) -> usize {
@@ -474,16 +452,7 @@ async fn run(fault: Fault) {
     let http = reqwest::Client::new();
     let first = servers.url(0);
     let token = login(&http, &first, &demo.key).await;
-    let entity_type = processes::call_json(
-        &http,
-        &format!("{first}/api/demo/entity?_type.string=entity&name.string=entity"),
-        &token,
-        None,
-    )
-    .await["entities"][0]["_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let entity_type = processes::entity_type(&http, &first, &token).await;
     let item = processes::call_json(
         &http,
         &format!("{first}/api/demo/entity"),
@@ -595,8 +564,8 @@ async fn run(fault: Fault) {
             .unwrap();
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     }
-    let rebuilt = projections(&database_url, "copy").await;
-    assert_eq!(rebuilt, projections(&database_url, "demo").await, "projections");
+    let rebuilt = common::projections(&database_url, "copy").await;
+    assert_eq!(rebuilt, common::projections(&database_url, "demo").await, "projections");
 
     let acknowledged = records.iter().filter(|record| record.answer.is_some()).count();
     let fives: usize = tally.statuses.range(500..).map(|(_, count)| count).sum();

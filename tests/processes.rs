@@ -9,7 +9,7 @@ use eds::db::schema::property_values::dsl;
 use serde_json::{Value as Json, json};
 use tokio::process::Child;
 
-use common::processes::{Demo, call_json, create_demo, login, serve, serve_logged};
+use common::processes::{Demo, call_json, create_demo, entity_type, login, serve, serve_logged};
 
 /// Two `eds serve` processes on one fresh database `demo`: their URLs, an
 /// owner token valid on both, and the id of the `entity` meta type.
@@ -32,14 +32,7 @@ async fn pair() -> Pair {
     let http = reqwest::Client::new();
     let token = login(&http, &url_a, &key).await;
     // the same secret signs for both processes
-    let entity_types = call_json(
-        &http,
-        &format!("{url_b}/api/demo/entity?_type.string=entity&name.string=entity"),
-        &token,
-        None,
-    )
-    .await;
-    let entity_type = entity_types["entities"][0]["_id"].as_str().unwrap().to_owned();
+    let entity_type = entity_type(&http, &url_b, &token).await;
     Pair {
         database_url,
         urls: [url_a, url_b],

@@ -189,16 +189,7 @@ async fn a_mixed_load_for_half_an_hour_keeps_memory_connections_and_p99_flat_wit
     let pid = child.id().unwrap();
     let http = reqwest::Client::new();
     let token = login(&http, &url, &demo.key).await;
-    let entity_type = processes::call_json(
-        &http,
-        &format!("{url}/api/demo/entity?_type.string=entity&name.string=entity"),
-        &token,
-        None,
-    )
-    .await["entities"][0]["_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let entity_type = processes::entity_type(&http, &url, &token).await;
     let entities = format!("{url}/api/demo/entity");
     let create = async |values: Json| processes::call_json(&http, &entities, &token, Some(&values)).await;
     let item = create(json!([{"type": "_type", "reference": entity_type}, {"type": "name", "string": "item"}])).await;

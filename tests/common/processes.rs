@@ -104,3 +104,10 @@ pub async fn login(http: &reqwest::Client, base: &str, key: &str) -> String {
     let auth = call_json(http, &format!("{base}/api/auth?db=demo"), key, None).await;
     auth["token"].as_str().unwrap().to_owned()
 }
+
+/// The id of the `entity` meta type of database `demo` on the server at `base`.
+pub async fn entity_type(http: &reqwest::Client, base: &str, token: &str) -> String {
+    let url = format!("{base}/api/demo/entity?_type.string=entity&name.string=entity");
+    let found = call_json(http, &url, token, None).await;
+    found["entities"][0]["_id"].as_str().unwrap().to_owned()
+}
