@@ -97,6 +97,8 @@ error_codes! {
         RequestExpired = "request_expired",
         /// A signed storage URL altered, or used with other headers than signed.
         SignatureDoesNotMatch = "signature_does_not_match",
+        /// A form of the sign-in pages posted from another site.
+        CrossSiteForm = "cross_site_form",
     }
     NOT_FOUND {
         NotFound = "not_found",

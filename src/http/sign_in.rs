@@ -162,6 +162,7 @@ pub async fn start(
         (status = 200, description = "An HTML page: the link is mailed; or, signed in without `next`, JSON `{key}`"),
         (status = 302, description = "Signed in: to `next` with the session token appended"),
         (status = 400, description = "Not an e-mail address, or `next` is not an https URL", body = ErrorBody),
+        (status = 403, description = "`cross_site_form`: the e-mail form posted from another site's page", body = ErrorBody),
         (status = 404, description = "Unknown provider", body = ErrorBody),
         (status = 429, description = "Too many mails to this recipient or from this address", body = ErrorBody),
         (status = 503, description = "The mail server did not take the mail, or the provider is not configured", body = ErrorBody),
@@ -182,6 +183,7 @@ pub async fn send_link(
     }
     let form = form.into_inner();
     let ip = client_ip(&req, &state.trusted_proxies);
+    // an OpenID Connect provider's `form_post` comes from its own site
     if provider.as_str() != EMAIL_PROVIDER {
         let returned = Returned {
             code: form.code.as_deref(),
@@ -195,6 +197,7 @@ pub async fn send_link(
             .await?;
         return signed_in(&state, &done.login, done.invite.as_deref(), &ip, done.next.as_deref()).await;
     }
+    from_own_pages(&state, &req)?;
     let next = form
         .next
         .as_deref()
@@ -249,6 +252,15 @@ pub async fn choose(state: web::Data<AppState>, query: web::Query<ChooserQuery>)
         .collect();
     let lang = Lang::from_query(query.lang.as_deref());
     Ok(pages::chooser(lang, &offered, next, query.invite.as_deref()))
+}
+
+/// 403 `cross_site_form` unless a form post comes from this service's own
+/// pages (or from no browser).
+pub(super) fn from_own_pages(state: &AppState, req: &HttpRequest) -> Result<(), ApiError> {
+    let header = |name: &str| req.headers().get(name).and_then(|value| value.to_str().ok());
+    state
+        .sign_in
+        .check_form_origin(header("Origin"), header("Sec-Fetch-Site"))
 }
 
 /// The end of every provider's flow: a session token for `login` (carrying

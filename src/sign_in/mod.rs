@@ -3,6 +3,7 @@
 //!
 //! - `mod.rs`: session tokens, the end of every provider's flow;
 //! - `email.rs`: the e-mail provider's single-use links;
+//! - `forms.rs`: the pages' forms are posted from those pages only;
 //! - `accounts.rs`: the databases and persons a login reaches;
 //! - `invite.rs`: invitations, mailed and accepted;
 //! - `oidc.rs`: OpenID Connect providers (Google, Apple, eID brokers);
@@ -11,6 +12,7 @@
 
 pub mod accounts;
 pub mod email;
+pub mod forms;
 pub mod invite;
 pub mod oauth;
 pub mod oidc;

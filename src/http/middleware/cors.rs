@@ -8,6 +8,8 @@ use actix_web::middleware::Next;
 
 /// CORS as the original serves it: any origin, credentials travel in the
 /// `Authorization` header (never cookies), preflights answered with 204.
+/// HTML answers (the sign-in, consent and confirmation pages) carry none:
+/// another site has no business reading them.
 pub async fn cors(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -25,6 +27,12 @@ pub async fn cors(
     }
     let mut response = next.call(req).await?;
     let headers = response.headers_mut();
+    let html = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"text/html"));
+    if html {
+        return Ok(response.map_into_left_body());
+    }
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     headers.insert(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
