@@ -114,12 +114,13 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
     );
     let files = FileService::from_settings(settings, &secret)?;
     let sign_in = SignIn {
-        sessions: SessionStore::new(pool.clone()),
+        sessions: SessionStore::new(pool.clone(), settings.limits.pending_sign_ins()),
         mailer: Mailer::from_settings(&settings.mail)?,
         oidc: OidcProviders::from_settings(&settings.auth)?,
         passkeys: Passkeys::from_settings(&settings.auth.webauthn, &settings.http.public_url),
         public_url: settings.http.public_url.trim_end_matches('/').to_owned(),
         api_url: settings.http.oauth_issuer(),
+        allowed_next_origins: settings.auth.next_origins()?,
     };
     Ok(web::Data::new(AppState {
         pool,

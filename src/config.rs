@@ -70,6 +70,26 @@ pub struct AuthSettings {
     pub apple: AppleSettings,
     pub eid: EidSettings,
     pub webauthn: WebauthnSettings,
+    /// Origins a sign-in's `next` may be on; empty: any https origin and the loopback http ones.
+    #[serde(deserialize_with = "list_or_comma_separated")]
+    pub allowed_next_origins: Vec<String>,
+}
+
+impl AuthSettings {
+    /// `allowed_next_origins` as browsers write origins (`scheme://host[:port]`).
+    pub fn next_origins(&self) -> Result<Vec<String>, String> {
+        self.allowed_next_origins
+            .iter()
+            .map(|origin| {
+                url::Url::parse(origin)
+                    .ok()
+                    .map(|url| url.origin())
+                    .filter(url::Origin::is_tuple)
+                    .map(|origin| origin.ascii_serialization())
+                    .ok_or_else(|| format!("auth.allowed_next_origins: {origin:?} is not an http(s) origin"))
+            })
+            .collect()
+    }
 }
 
 /// The passkeys' relying party.
@@ -205,6 +225,14 @@ pub struct LimitSettings {
     pub mails_per_hour_per_recipient: u32,
     pub mails_per_hour_per_address: u32,
     pub new_databases_per_day: u32,
+    pub pending_sign_ins_per_address: u32,
+}
+
+impl LimitSettings {
+    /// The pending sign-in states one address may hold, `None` for no bound.
+    pub fn pending_sign_ins(&self) -> Option<u32> {
+        (self.enabled && self.pending_sign_ins_per_address > 0).then_some(self.pending_sign_ins_per_address)
+    }
 }
 
 #[derive(Clone, Deserialize)]
@@ -270,7 +298,7 @@ impl Settings {
     }
 }
 
-/// A list given as a list, or as one comma-separated string.
+/// A list given as a list, or as one string: a JSON list, or comma-separated.
 fn list_or_comma_separated<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
@@ -280,11 +308,15 @@ fn list_or_comma_separated<'de, D: serde::Deserializer<'de>>(deserializer: D) ->
     }
     Ok(match ListOrText::deserialize(deserializer)? {
         ListOrText::List(items) => items,
-        ListOrText::Text(text) => text
-            .split(',')
-            .map(str::trim)
-            .filter(|item| !item.is_empty())
-            .map(str::to_owned)
-            .collect(),
+        ListOrText::Text(text) => match serde_json::from_str::<Vec<String>>(&text) {
+            // an environment variable may hold the list as JSON
+            Ok(items) => items,
+            Err(_) => text
+                .split(',')
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        },
     })
 }

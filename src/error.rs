@@ -298,6 +298,10 @@ impl ResponseError for ApiError {
         if status == StatusCode::SERVICE_UNAVAILABLE {
             response.insert_header(("Retry-After", "5"));
         }
+        // A limit that knows its own wait (the rate limiter) sets it over this.
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            response.insert_header(("Retry-After", "60"));
+        }
         response.json(self.body())
     }
 }

@@ -271,3 +271,31 @@ async fn the_chooser_links_every_offered_method_in_english_and_estonian_carrying
         .await;
     assert_eq!((status, body["error"].as_str()), (400, Some("invalid_next")), "{body}");
 }
+
+#[tokio::test]
+async fn an_id_tokens_email_is_kept_only_when_email_verified_is_true() {
+    let (app, idp) = app_with_provider(&[]).await;
+    for (login, kept) in [("verified-ann", true), ("unverified-bob", false), ("unstated-cy", false)] {
+        let first = sign_in(&app, &idp, "google", login).await;
+        let database = format!("db_{}", login.replace('-', "_"));
+        let token = first["token"].as_str().unwrap();
+        assert_eq!(app.post("/api/new", token, json!({"database": database})).await.0, 201);
+        let again = sign_in(&app, &idp, "google", login).await;
+        let person = again["accounts"][0]["user"]["_id"].as_str().unwrap();
+        let (_, me) = app
+            .get(&format!("/api/{database}/entity/{person}"), again["token"].as_str().unwrap())
+            .await;
+        let address = format!("{login}@example.com");
+        let emails: Vec<&str> = me["entity"]["email"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|value| value["string"].as_str())
+            .collect();
+        assert_eq!(emails == [address.as_str()], kept, "{login}: {me}");
+        // the login shows the address only when it is kept, else the provider's id
+        let shown = me["entity"]["service_user"][0]["string"].as_str().unwrap();
+        assert_eq!(shown == address, kept, "{login}: {shown}");
+        assert!(kept || shown == login, "{login}: {shown}");
+    }
+}

@@ -7,7 +7,7 @@ mod common;
 
 use common::TestApp;
 use common::email_login::{app_with_mail, client_at};
-use serde_json::Value as Json;
+use serde_json::{Value as Json, json};
 
 /// Posts the e-mail form for `email` from 127.0.0.1 with the browser headers `headers`.
 async fn post_email_form(app: &TestApp, headers: &[(&str, &str)], email: &str) -> (u16, String) {
@@ -46,7 +46,9 @@ async fn the_e_mail_form_posted_from_another_site_is_403_cross_site_form_and_mai
     let mails = sink.wait_for(2).await;
     assert_eq!(mails.len(), 2);
     assert!(
-        mails.iter().all(|mail| mail.header("To").unwrap().contains("ann@example.com")),
+        mails
+            .iter()
+            .all(|mail| mail.header("To").unwrap().contains("ann@example.com")),
         "no mail went to the attacker's address"
     );
 }
@@ -63,7 +65,12 @@ async fn html_pages_carry_no_cors_headers_and_json_answers_keep_them() {
             .await
             .unwrap();
         assert_eq!(response.status(), 200, "{page}");
-        assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+        assert!(
+            response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/html")
+        );
         assert!(
             !response.headers().contains_key("access-control-allow-origin"),
             "{page}: {:?}",
@@ -79,4 +86,182 @@ async fn html_pages_carry_no_cors_headers_and_json_answers_keep_them() {
         .unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["access-control-allow-origin"], "*");
+}
+
+/// A client registered for `https://client.example/cb`; answers its id.
+async fn register_client(app: &TestApp) -> String {
+    let response = app
+        .http
+        .post(format!("{}/auth/register", app.url))
+        .json(&json!({"client_name": "Flood", "redirect_uris": ["https://client.example/cb"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    response.json::<Json>().await.unwrap()["client_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Where authorize sends `browser` for `client_id`.
+async fn authorize(app: &TestApp, browser: &reqwest::Client, client_id: &str) -> String {
+    let query = serde_urlencoded::to_string([
+        ("client_id", client_id),
+        ("redirect_uri", "https://client.example/cb"),
+        ("response_type", "code"),
+        ("code_challenge", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"),
+        ("code_challenge_method", "S256"),
+        ("state", "s"),
+        ("db", "demo"),
+        ("provider", "e-mail"),
+    ])
+    .unwrap();
+    let response = browser
+        .get(format!("{}/auth/authorize?{query}", app.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 302);
+    response.headers()["location"].to_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn one_address_holds_at_most_100_pending_sign_ins_then_authorize_is_temporarily_unavailable_and_the_pages_429() {
+    let (app, sink) = app_with_mail(&[]).await;
+    let client_id = register_client(&app).await;
+    let flooder = client_at("127.0.0.1");
+    for _ in 0..100 {
+        let to_sign_in = authorize(&app, &flooder, &client_id).await;
+        assert!(to_sign_in.starts_with(&app.url), "{to_sign_in}");
+    }
+    let refused = authorize(&app, &flooder, &client_id).await;
+    assert!(refused.starts_with("https://client.example/cb?"), "{refused}");
+    assert!(refused.contains("error=temporarily_unavailable"), "{refused}");
+    let (status, body) = post_email_form(&app, &[], "flooder@example.com").await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(serde_json::from_str::<Json>(&body).unwrap()["error"], "rate_limited");
+    // the flood holds at most 100 rows, and another address signs in as before
+    let pending: i64 = pending_states(&app).await;
+    assert_eq!(pending, 100);
+    let neighbour = client_at("127.0.0.2");
+    assert!(authorize(&app, &neighbour, &client_id).await.starts_with(&app.url));
+    let response = neighbour
+        .post(format!("{}/api/auth/e-mail", app.url))
+        .form(&[("email", "ann@example.com")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(sink.wait_for(1).await.len(), 1);
+}
+
+/// The sign-in states not yet used.
+async fn pending_states(app: &TestApp) -> i64 {
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        count: i64,
+    }
+    let mut conn = app.pool.get().await.unwrap();
+    diesel::sql_query("SELECT count(*) AS count FROM sign_in_states WHERE consumed_at IS NULL")
+        .get_result::<Count>(&mut conn)
+        .await
+        .unwrap()
+        .count
+}
+
+#[tokio::test]
+async fn a_next_or_an_invite_over_2048_bytes_is_400_and_stores_nothing() {
+    // passkeys offered: their pages carry `next` and `invite` too
+    let passkeys = [("auth.webauthn.origin", "https://localhost:8443".to_owned())];
+    let (app, sink) = app_with_mail(&passkeys).await;
+    let long_next = format!("https://app.example/{}", "n".repeat(2048));
+    let long_invite = "i".repeat(2049);
+    let browser = client_at("127.0.0.1");
+    for (field, value, code) in [
+        ("next", &long_next, "invalid_next"),
+        ("invite", &long_invite, "invalid_invite"),
+    ] {
+        for page in ["/api/auth/e-mail", "/api/auth/choose", "/api/auth/passkey/register"] {
+            let response = browser
+                .get(format!("{}{page}", app.url))
+                .query(&[(field, value)])
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 400, "{page} {field}");
+            assert_eq!(response.json::<Json>().await.unwrap()["error"], code, "{page} {field}");
+        }
+        let form = browser
+            .post(format!("{}/api/auth/e-mail", app.url))
+            .form(&[("email", "ann@example.com"), (field, value)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(form.status(), 400, "{field}");
+        let passkey = browser
+            .post(format!("{}/api/auth/passkey/options", app.url))
+            .json(&json!({ field: value }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(passkey.status(), 400, "{field}");
+        assert_eq!(passkey.json::<Json>().await.unwrap()["error"], code, "{field}");
+    }
+    assert_eq!(pending_states(&app).await, 0);
+    assert!(sink.mails().is_empty());
+    // within the bound, as before
+    let next = format!("https://app.example/{}", "n".repeat(1000));
+    let form = browser
+        .post(format!("{}/api/auth/e-mail", app.url))
+        .form(&[("email", "ann@example.com"), ("next", &next)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(form.status(), 200);
+    assert_eq!(pending_states(&app).await, 1);
+}
+
+/// The status and error code of the e-mail page for `next`.
+async fn email_page_for(app: &TestApp, next: &str) -> (u16, Json) {
+    let response = app
+        .http
+        .get(format!("{}/api/auth/e-mail", app.url))
+        .query(&[("next", next)])
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Json::Null))
+}
+
+#[tokio::test]
+async fn next_is_any_https_url_or_a_loopback_http_one_unless_allowed_next_origins_narrows_it() {
+    let open = TestApp::start().await;
+    for next in [
+        "https://anywhere.example/done?key=",
+        "http://localhost:3000/?key=",
+        "http://127.0.0.1:5173/#key=",
+    ] {
+        assert_eq!(email_page_for(&open, next).await.0, 200, "{next}");
+    }
+    assert_eq!(
+        email_page_for(&open, "http://app.example.com/").await.1["error"],
+        "invalid_next"
+    );
+    let allowed = json!(["https://app.example.com", "http://localhost:3000"]).to_string();
+    let narrowed = TestApp::start_with(common::Storage::Local, &[("auth.allowed_next_origins", allowed)]).await;
+    for next in ["https://app.example.com/signed-in?key=", "http://localhost:3000/?key="] {
+        assert_eq!(email_page_for(&narrowed, next).await.0, 200, "{next}");
+    }
+    for next in [
+        "https://anywhere.example/done?key=",
+        "https://app.example.com.evil.example/",
+        "http://localhost:3001/",
+    ] {
+        let (status, body) = email_page_for(&narrowed, next).await;
+        assert_eq!((status, body["error"].as_str()), (400, Some("invalid_next")), "{next}");
+    }
 }

@@ -16,13 +16,15 @@ use serde_json::Value as Json;
 
 use crate::db::sign_in::{self, Issued};
 use crate::db::{Pool, idempotency};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// How often expired state is deleted.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 pub struct Sessions {
     pool: Pool,
+    /// Pending states one client address may hold; `None`: no bound.
+    max_pending: Option<u32>,
     /// Ids this process saw used, until they expire.
     used: HashMap<String, DateTime<Utc>>,
 }
@@ -63,11 +65,17 @@ impl Handler<Issue> for Sessions {
     type Result = ResponseFuture<Result<(), ApiError>>;
 
     fn handle(&mut self, Issue(issued): Issue, _: &mut Context<Self>) -> Self::Result {
-        let pool = self.pool.clone();
+        let (pool, max_pending) = (self.pool.clone(), self.max_pending);
         Box::pin(async move {
             let mut conn = pool.get().await?;
-            sign_in::issue(&mut conn, &issued).await?;
-            Ok(())
+            if sign_in::issue(&mut conn, &issued, max_pending).await? {
+                Ok(())
+            } else {
+                Err(ApiError::new(
+                    ErrorCode::RateLimited,
+                    "Too many sign-ins are pending from this address; retry later",
+                ))
+            }
         })
     }
 }
@@ -118,13 +126,17 @@ impl Handler<Consume> for Sessions {
 /// The process's sign-in state actor, started on first use.
 pub struct SessionStore {
     pool: Pool,
+    max_pending: Option<u32>,
     actor: OnceLock<Addr<Sessions>>,
 }
 
 impl SessionStore {
-    pub fn new(pool: Pool) -> SessionStore {
+    /// `max_pending`: the pending states one client address may hold
+    /// (each holds a row for up to 15 minutes before anyone signs in).
+    pub fn new(pool: Pool, max_pending: Option<u32>) -> SessionStore {
         SessionStore {
             pool,
+            max_pending,
             actor: OnceLock::new(),
         }
     }
@@ -133,13 +145,15 @@ impl SessionStore {
         self.actor.get_or_init(|| {
             Sessions {
                 pool: self.pool.clone(),
+                max_pending: self.max_pending,
                 used: HashMap::new(),
             }
             .start()
         })
     }
 
-    /// Writes state to PostgreSQL; it is usable once it is written.
+    /// Writes state to PostgreSQL; it is usable once it is written. 429
+    /// `rate_limited` when its address holds too many pending states.
     pub async fn issue(&self, issued: Issued) -> Result<(), ApiError> {
         self.actor()
             .send(Issue(issued))

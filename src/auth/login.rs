@@ -43,10 +43,17 @@ pub struct Login {
     pub passkey: Option<StoredPasskey>,
 }
 
+/// An e-mail address as every part of sign-in compares it: trimmed, ASCII
+/// letters lower-cased, nothing else. Unicode case folding would make
+/// addresses that mail servers deliver apart (`ß`, dotless `ı`...) one login.
+pub fn normalized_email(address: &str) -> String {
+    address.trim().to_ascii_lowercase()
+}
+
 impl Login {
-    /// A login by a link mailed to `address`: the address, case folded, is the id.
+    /// A login by a link mailed to `address`: the address, normalised, is the id.
     pub fn by_email(address: &str) -> Login {
-        let address = address.trim().to_lowercase();
+        let address = normalized_email(address);
         Login {
             provider: EMAIL_PROVIDER.to_owned(),
             uid: address.clone(),
@@ -124,9 +131,17 @@ mod tests {
     }
 
     #[test]
-    fn an_email_login_is_the_address_case_folded() {
+    fn an_email_login_is_the_address_normalised() {
         let login = Login::by_email(" Ann@Example.COM ");
         assert_eq!(login.identity(), "e-mail:ann@example.com");
         assert_eq!(login.shown(), "ann@example.com");
+    }
+
+    #[test]
+    fn addresses_are_normalised_by_trimming_and_ascii_lower_casing_only() {
+        assert_eq!(normalized_email("\t Bob@Example.ORG\n"), "bob@example.org");
+        // no Unicode case folding: these stay apart from their lower-case forms
+        assert_eq!(normalized_email("ÄNN@Ex.EE"), "Änn@ex.ee");
+        assert_ne!(normalized_email("İ@x.tr"), normalized_email("i@x.tr"));
     }
 }

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Jsonb, Text, Timestamptz};
+use diesel::sql_types::{BigInt, Jsonb, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
@@ -23,18 +23,25 @@ pub struct Issued {
     pub expires_at: DateTime<Utc>,
 }
 
-pub async fn issue(conn: &mut AsyncPgConnection, issued: &Issued) -> QueryResult<()> {
-    diesel::insert_into(sign_in_states::table)
-        .values((
-            sign_in_states::id.eq(&issued.id),
-            sign_in_states::kind.eq(issued.kind),
-            sign_in_states::client_ip.eq(&issued.client_ip),
-            sign_in_states::data.eq(&issued.data),
-            sign_in_states::expires_at.eq(issued.expires_at),
-        ))
-        .execute(conn)
-        .await
-        .map(drop)
+/// Writes `issued` unless its address already holds `max_pending` pending
+/// states (unused and unexpired); answers whether it was written. State
+/// bound to no address (OAuth codes) is never refused.
+pub async fn issue(conn: &mut AsyncPgConnection, issued: &Issued, max_pending: Option<u32>) -> QueryResult<bool> {
+    let written = diesel::sql_query(
+        "INSERT INTO sign_in_states (id, kind, client_ip, data, expires_at) \
+         SELECT $1, $2, $3, $4, $5 \
+         WHERE $3 = '' OR $6 IS NULL OR (SELECT count(*) FROM sign_in_states \
+             WHERE client_ip = $3 AND consumed_at IS NULL AND expires_at > now()) < $6",
+    )
+    .bind::<Text, _>(&issued.id)
+    .bind::<Text, _>(issued.kind)
+    .bind::<Text, _>(&issued.client_ip)
+    .bind::<Jsonb, _>(&issued.data)
+    .bind::<Timestamptz, _>(issued.expires_at)
+    .bind::<Nullable<BigInt>, _>(max_pending.map(i64::from))
+    .execute(conn)
+    .await?;
+    Ok(written == 1)
 }
 
 /// Marks state `id` used and answers its data and expiry, in one statement,

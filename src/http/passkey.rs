@@ -13,7 +13,7 @@ use super::{AppState, Caller, client_ip};
 use crate::auth::login::PASSKEY_PROVIDER;
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::sign_in::passkey::{Begun, PasskeyAsked};
-use crate::sign_in::{Completed, Lang, accounts};
+use crate::sign_in::{Completed, Lang, accounts, check_invite};
 
 #[derive(Debug, Deserialize)]
 pub struct RegisterPageQuery {
@@ -105,6 +105,7 @@ pub async fn register_page(
         .as_deref()
         .map(|next| state.sign_in.check_next(next))
         .transpose()?;
+    query.invite.as_deref().map(check_invite).transpose()?;
     let carried = Carried {
         next,
         invite: query.invite.as_deref(),
@@ -137,6 +138,7 @@ fn asked(state: &AppState, req: &HttpRequest, body: CeremonyAsked) -> Result<Pas
         .map(|next| state.sign_in.check_next(next))
         .transpose()?
         .map(str::to_owned);
+    body.invite.as_deref().map(check_invite).transpose()?;
     Ok(PasskeyAsked {
         device: body.device,
         next,

@@ -13,9 +13,9 @@ use super::{AppState, client_ip};
 use crate::auth::login::{EMAIL_PROVIDER, Login, PASSKEY_PROVIDER, PROVIDERS};
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::mail;
-use crate::sign_in::Lang;
 use crate::sign_in::email::LinkAsked;
 use crate::sign_in::oidc::Returned;
+use crate::sign_in::{Lang, check_invite};
 
 #[derive(Debug, Deserialize)]
 pub struct SignInQuery {
@@ -105,6 +105,7 @@ pub async fn start(
         .as_deref()
         .map(|next| state.sign_in.check_next(next))
         .transpose()?;
+    query.invite.as_deref().map(check_invite).transpose()?;
     if provider.as_str() == PASSKEY_PROVIDER {
         let carried = Carried {
             next,
@@ -204,6 +205,7 @@ pub async fn send_link(
         .map(|next| state.sign_in.check_next(next))
         .transpose()?
         .map(str::to_owned);
+    form.invite.as_deref().map(check_invite).transpose()?;
     let email = mail::address(form.email.as_deref().unwrap_or_default())?;
     if let Some(too_many) = limits.refuse_mail(email.as_ref(), &ip) {
         return Ok(too_many);
@@ -246,6 +248,7 @@ pub async fn choose(state: web::Data<AppState>, query: web::Query<ChooserQuery>)
         .as_deref()
         .map(|next| state.sign_in.check_next(next))
         .transpose()?;
+    query.invite.as_deref().map(check_invite).transpose()?;
     let offered: Vec<&str> = PROVIDERS
         .into_iter()
         .filter(|provider| state.sign_in.offers(provider))

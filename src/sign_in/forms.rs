@@ -45,8 +45,14 @@ mod tests {
 
     #[test]
     fn origins_are_compared_as_browsers_write_them() {
-        assert_eq!(origin_of("https://Example.COM:443/path").as_deref(), Some("https://example.com"));
-        assert_eq!(origin_of("http://127.0.0.1:8080").as_deref(), Some("http://127.0.0.1:8080"));
+        assert_eq!(
+            origin_of("https://Example.COM:443/path").as_deref(),
+            Some("https://example.com")
+        );
+        assert_eq!(
+            origin_of("http://127.0.0.1:8080").as_deref(),
+            Some("http://127.0.0.1:8080")
+        );
         assert_eq!(origin_of("null"), None);
         assert_eq!(origin_of("data:text/html,x"), None);
     }

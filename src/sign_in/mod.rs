@@ -29,6 +29,7 @@ use crate::db::sign_in::Issued;
 use crate::error::{ApiError, ErrorCode};
 use crate::mail::Mailer;
 use crate::metrics;
+use crate::write;
 
 /// State kind of an issued session token.
 const SESSION: &str = "session";
@@ -44,6 +45,9 @@ pub struct SignIn {
     pub public_url: String,
     /// `http.api_url` (the OAuth issuer), else `public_url`; no trailing slash.
     pub api_url: String,
+    /// `auth.allowed_next_origins`, as origins (`scheme://host[:port]`);
+    /// empty: any https origin and the loopback http ones.
+    pub allowed_next_origins: Vec<String>,
 }
 
 /// A provider's sign-in completed: who signed in, and where to.
@@ -65,14 +69,15 @@ impl SignIn {
     }
 
     /// `next` as given, if a sign-in may send the browser there: an
-    /// absolute https URL, or this server's own OAuth completion (whatever
-    /// its scheme); 400 `invalid_next` otherwise.
+    /// absolute https URL (or a loopback http one), on one of
+    /// `auth.allowed_next_origins` when that is set, or this server's own
+    /// OAuth completion (whatever its scheme); 400 `invalid_next` otherwise.
     pub fn check_next<'a>(&self, next: &'a str) -> Result<&'a str, ApiError> {
         let completion = format!("{}/auth/authorize/complete?", self.api_url);
         if next.starts_with(&completion) && !next.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Ok(next);
         }
-        check_next(next)
+        check_next(next, &self.allowed_next_origins)
     }
 
     /// A session token for `login`, bound to `client_ip`: 5 minutes, single
@@ -182,20 +187,44 @@ pub fn state_id(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-/// `next` as given, if it is an absolute https URL: 400 `invalid_next` otherwise.
-fn check_next(next: &str) -> Result<&str, ApiError> {
-    let host = next.strip_prefix("https://").unwrap_or_default();
-    let well_formed = !host.is_empty()
-        && !host.starts_with(['/', '?', '#', '@'])
-        && !next.chars().any(|c| c.is_whitespace() || c.is_control());
-    if well_formed {
-        Ok(next)
-    } else {
-        Err(ApiError::new(
-            ErrorCode::InvalidNext,
-            "next must be an absolute https URL",
-        ))
+/// The longest `next` or `invite` a sign-in carries: each is stored with
+/// its state until the person signs in.
+const MAX_CARRIED_BYTES: usize = 2048;
+
+/// `next` as given, if a sign-in may send the browser there: an absolute
+/// https URL, or an http URL on the loopback host (local development, as
+/// RFC 8252 allows); with `allowed_origins`, only on one of those origins.
+/// 400 `invalid_next` otherwise.
+fn check_next<'a>(next: &'a str, allowed_origins: &[String]) -> Result<&'a str, ApiError> {
+    let invalid = |why: &'static str| Err(ApiError::new(ErrorCode::InvalidNext, why));
+    if next.len() > MAX_CARRIED_BYTES {
+        return invalid("next is longer than 2,048 bytes");
     }
+    let (scheme, rest) = next.split_once("://").unwrap_or_default();
+    let well_formed = !rest.is_empty()
+        && !rest.starts_with(['/', '?', '#', '@', '\\'])
+        && !next.chars().any(|c| c.is_whitespace() || c.is_control());
+    let Some(url) = url::Url::parse(next).ok().filter(|_| well_formed) else {
+        return invalid("next must be an absolute https URL");
+    };
+    let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+    if !(scheme == "https" || scheme == "http" && loopback) {
+        return invalid("next must be an absolute https URL");
+    }
+    let origin = url.origin().ascii_serialization();
+    if !allowed_origins.is_empty() && !allowed_origins.contains(&origin) {
+        return invalid("next is not on an origin this server sends sign-ins to");
+    }
+    Ok(next)
+}
+
+/// `invite` as given, if it is short enough to carry through a sign-in:
+/// 400 `invalid_invite` otherwise.
+pub fn check_invite(invite: &str) -> Result<&str, ApiError> {
+    if invite.len() > MAX_CARRIED_BYTES {
+        return Err(write::login::invalid_invite());
+    }
+    Ok(invite)
 }
 
 #[cfg(test)]
@@ -203,17 +232,57 @@ mod tests {
     use super::*;
 
     #[test]
-    fn next_must_be_an_absolute_https_url() {
-        assert!(check_next("https://app.example.com/done?key=").is_ok());
+    fn next_must_be_an_absolute_https_url_or_a_loopback_http_one() {
+        for good in [
+            "https://app.example.com/done?key=",
+            "http://localhost:3000/auth?key=",
+            "http://127.0.0.1/",
+            "http://[::1]:8080/x#key=",
+        ] {
+            assert_eq!(check_next(good, &[]).unwrap(), good);
+        }
         for bad in [
             "http://app.example.com/",
+            "http://localhost@evil.example/",
+            "http://localhost.evil.example/",
             "https://",
             "https:///path",
+            "https://\\evil.example",
             "//app.example.com",
             "javascript:alert(1)",
             "https://app.example.com/\r\nSet-Cookie: x",
         ] {
-            assert_eq!(check_next(bad).unwrap_err().code, ErrorCode::InvalidNext, "{bad}");
+            assert_eq!(check_next(bad, &[]).unwrap_err().code, ErrorCode::InvalidNext, "{bad}");
+        }
+    }
+
+    #[test]
+    fn next_and_invite_are_at_most_2048_bytes() {
+        let long_next = format!("https://app.example.com/{}", "a".repeat(2048));
+        assert_eq!(check_next(&long_next[..2048], &[]).unwrap().len(), 2048);
+        assert_eq!(check_next(&long_next, &[]).unwrap_err().code, ErrorCode::InvalidNext);
+        assert!(check_invite(&"i".repeat(2048)).is_ok());
+        assert_eq!(
+            check_invite(&"i".repeat(2049)).unwrap_err().code,
+            ErrorCode::InvalidInvite
+        );
+    }
+
+    #[test]
+    fn allowed_next_origins_narrow_next_to_those_origins() {
+        let allowed = ["https://app.example.com".to_owned(), "http://localhost:3000".to_owned()];
+        assert!(check_next("https://app.example.com/signed-in?key=", &allowed).is_ok());
+        assert!(check_next("http://localhost:3000/?key=", &allowed).is_ok());
+        for refused in [
+            "https://other.example.com/",
+            "http://localhost:3001/",
+            "https://app.example.com.evil.example/",
+        ] {
+            assert_eq!(
+                check_next(refused, &allowed).unwrap_err().code,
+                ErrorCode::InvalidNext,
+                "{refused}"
+            );
         }
     }
 

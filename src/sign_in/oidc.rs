@@ -20,7 +20,7 @@ use serde_json::json;
 use tokio::sync::RwLock;
 
 use super::{Completed, SignIn, refused, state_id, unavailable};
-use crate::auth::login::Login;
+use crate::auth::login::{Login, normalized_email};
 use crate::config::AuthSettings;
 use crate::db::sign_in::Issued;
 use crate::error::{ApiError, ErrorCode};
@@ -310,10 +310,11 @@ impl SignIn {
                 tracing::info!(%provider, %error, "a sign-in's ID token was refused");
                 refused("the ID token did not verify")
             })?;
+        // an address the provider has not verified may be anyone's
         let email = claims
             .email()
-            .filter(|_| claims.email_verified() != Some(false))
-            .map(|email| email.as_str().to_lowercase());
+            .filter(|_| claims.email_verified() == Some(true))
+            .map(|email| normalized_email(email.as_str()));
         let name = claims
             .name()
             .and_then(|name| name.get(None))

@@ -44,7 +44,14 @@ const provider = new Provider(issuer, {
   claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
   findAccount: async (ctx, id) => ({
     accountId: id,
-    claims: async () => ({ sub: id, email: `${id}@example.com`, email_verified: true, name: `Person ${id}` }),
+    // `unverified-...` logins have an address the provider has not verified;
+    // `unstated-...` logins one it says nothing of.
+    claims: async () => ({
+      sub: id,
+      email: `${id}@example.com`,
+      ...(id.startsWith('unstated') ? {} : { email_verified: !id.startsWith('unverified') }),
+      name: `Person ${id}`,
+    }),
   }),
 });
 

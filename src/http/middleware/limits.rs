@@ -21,6 +21,7 @@ use actix_web::middleware::Next;
 use actix_web::{ResponseError, web};
 use dashmap::DashMap;
 
+use crate::auth::login::normalized_email;
 use crate::config::LimitSettings;
 use crate::error::{ApiError, ErrorCode};
 use crate::http::{AppState, client_ip};
@@ -113,7 +114,7 @@ impl RateLimits {
     pub fn refuse_mail(&self, recipient: &str, client_ip: &str) -> Option<actix_web::HttpResponse> {
         let charges = [
             (Bucket::MailSender, address_key(client_ip)),
-            (Bucket::MailRecipient, recipient.to_lowercase()),
+            (Bucket::MailRecipient, normalized_email(recipient)),
         ];
         for (bucket, key) in charges {
             if let Err(wait) = self.check(bucket, &key) {
@@ -303,6 +304,7 @@ mod tests {
             mails_per_hour_per_recipient: 60,
             mails_per_hour_per_address: 60,
             new_databases_per_day: 5,
+            pending_sign_ins_per_address: 100,
         };
         let limits = RateLimits::from_settings(&settings(true, 0));
         assert!(limits.check(Bucket::Requests, "a").is_ok());
@@ -315,6 +317,8 @@ mod tests {
             assert!(off.check(Bucket::Requests, "a").is_ok());
             assert!(off.check(Bucket::Auth, "a").is_ok());
         }
+        assert_eq!(settings(true, 1).pending_sign_ins(), Some(100));
+        assert_eq!(settings(false, 1).pending_sign_ins(), None);
     }
 
     #[test]

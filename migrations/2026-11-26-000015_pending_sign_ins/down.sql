@@ -1,0 +1,1 @@
+DROP INDEX sign_in_states_pending;
