@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::email_login::{app_with_mail, client_at, exchange, invite_bob};
+use common::email_login::{accept_invitation, app_with_mail, client_at, exchange, invite_bob};
 use common::{Storage, TestApp};
 use serde_json::{Value as Json, json};
 use webauthn_authenticator_rs::prelude::{CreationChallengeResponse, RequestChallengeResponse, Url};
@@ -76,6 +76,15 @@ impl Device {
         )
         .await;
         assert_eq!(status, 200, "{signed_in}");
+        let signed_in = match signed_in["location"].as_str() {
+            // a sign-in carrying an invitation: the person accepts it first
+            Some(page) => accept_invitation(client_at("127.0.0.1"), page)
+                .await
+                .json()
+                .await
+                .unwrap(),
+            None => signed_in,
+        };
         signed_in["key"].as_str().expect("a session token").to_owned()
     }
 

@@ -275,7 +275,11 @@ async fn the_chooser_links_every_offered_method_in_english_and_estonian_carrying
 #[tokio::test]
 async fn an_id_tokens_email_is_kept_only_when_email_verified_is_true() {
     let (app, idp) = app_with_provider(&[]).await;
-    for (login, kept) in [("verified-ann", true), ("unverified-bob", false), ("unstated-cy", false)] {
+    for (login, kept) in [
+        ("verified-ann", true),
+        ("unverified-bob", false),
+        ("unstated-cy", false),
+    ] {
         let first = sign_in(&app, &idp, "google", login).await;
         let database = format!("db_{}", login.replace('-', "_"));
         let token = first["token"].as_str().unwrap();
@@ -283,7 +287,10 @@ async fn an_id_tokens_email_is_kept_only_when_email_verified_is_true() {
         let again = sign_in(&app, &idp, "google", login).await;
         let person = again["accounts"][0]["user"]["_id"].as_str().unwrap();
         let (_, me) = app
-            .get(&format!("/api/{database}/entity/{person}"), again["token"].as_str().unwrap())
+            .get(
+                &format!("/api/{database}/entity/{person}"),
+                again["token"].as_str().unwrap(),
+            )
             .await;
         let address = format!("{login}@example.com");
         let emails: Vec<&str> = me["entity"]["email"]

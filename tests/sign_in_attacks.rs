@@ -6,7 +6,7 @@
 mod common;
 
 use common::TestApp;
-use common::email_login::{app_with_mail, client_at};
+use common::email_login::{accept_invitation, app_with_mail, client_at, exchange, invite_bob};
 use serde_json::{Value as Json, json};
 
 /// Posts the e-mail form for `email` from 127.0.0.1 with the browser headers `headers`.
@@ -264,4 +264,73 @@ async fn next_is_any_https_url_or_a_loopback_http_one_unless_allowed_next_origin
         let (status, body) = email_page_for(&narrowed, next).await;
         assert_eq!((status, body["error"].as_str()), (400, Some("invalid_next")), "{next}");
     }
+}
+
+#[tokio::test]
+async fn an_invitation_carried_through_a_sign_in_is_linked_only_once_the_person_accepts_it_on_its_own_page() {
+    let (app, sink) = app_with_mail(&[]).await;
+    let owner = app.owner_token().await;
+    let (bob, invite) = invite_bob(&app, &sink, &owner, 0).await;
+    let browser = client_at("127.0.0.1");
+    let form = browser
+        .post(format!("{}/api/auth/e-mail", app.url))
+        .form(&[("email", "bob@example.com"), ("invite", &invite)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(form.status(), 200);
+    let link = sink.wait_for(2).await[1].links()[0].clone();
+    let opened = browser.get(&link).send().await.unwrap();
+    assert_eq!(opened.status(), 302);
+    let page_url = opened.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        page_url.starts_with(&format!("{}/api/auth/invitation?confirmation=", app.url)),
+        "{page_url}"
+    );
+    let still_pending = |entity: &Json| entity["entity"]["service_user"][0]["invite"] == true;
+    let (_, entity) = app.get(&format!("/api/demo/entity/{bob}"), &owner).await;
+    assert!(
+        still_pending(&entity),
+        "nothing is linked before the person accepts: {entity}"
+    );
+
+    let page = browser.get(&page_url).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(!page.headers().contains_key("access-control-allow-origin"));
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("You are accepting an invitation to <strong>demo</strong>"),
+        "{html}"
+    );
+    assert_eq!(html.matches("<form").count(), 1, "{html}");
+    let confirmation = page_url.split_once("confirmation=").unwrap().1.to_owned();
+    let post = |client: reqwest::Client, origin: &str| {
+        let request = client
+            .post(format!("{}/api/auth/invitation", app.url))
+            .header("Origin", origin)
+            .form(&[("confirmation", confirmation.as_str())]);
+        async move { request.send().await.unwrap() }
+    };
+    // another site cannot accept it for the person, nor another address
+    let forged = post(client_at("127.0.0.1"), "https://attacker.example").await;
+    assert_eq!(forged.status(), 403);
+    let elsewhere = post(client_at("127.0.0.2"), &app.url).await;
+    assert_eq!(elsewhere.status(), 400);
+    assert_eq!(elsewhere.json::<Json>().await.unwrap()["error"], "invalid_sign_in");
+    let (_, entity) = app.get(&format!("/api/demo/entity/{bob}"), &owner).await;
+    assert!(still_pending(&entity), "{entity}");
+
+    let accepted = accept_invitation(browser.clone(), &page_url).await;
+    assert_eq!(accepted.status(), 200);
+    let key = accepted.json::<Json>().await.unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = exchange(&app, &key, "").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["accounts"][0]["user"]["_id"], bob.as_str(), "{body}");
+    let (_, entity) = app.get(&format!("/api/demo/entity/{bob}"), &owner).await;
+    assert_eq!(entity["entity"]["service_user"][0]["provider"], "e-mail", "{entity}");
+    // the confirmation is used up
+    assert_eq!(post(browser, &app.url).await.status(), 400);
 }

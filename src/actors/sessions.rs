@@ -181,6 +181,18 @@ impl SessionStore {
             .map_err(|e| ApiError::internal("sign-in state actor unavailable", e))?
     }
 
+    /// The data [`SessionStore::consume`] would answer, leaving the state unused.
+    pub async fn peek(
+        &self,
+        id: &str,
+        kind: &'static str,
+        client_ip: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Json>, ApiError> {
+        let mut conn = self.pool.get().await?;
+        Ok(sign_in::peek(&mut conn, id, kind, client_ip, now).await?)
+    }
+
     /// Forgets state that must not stay usable (its mail could not be sent).
     pub async fn discard(&self, id: &str) -> Result<(), ApiError> {
         let mut conn = self.pool.get().await?;

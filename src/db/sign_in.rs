@@ -78,6 +78,26 @@ pub async fn consume(
     Ok(taken.map(|taken| (taken.data, taken.expires_at)))
 }
 
+/// The data of state `id`, as [`consume`] would take it, without using it.
+pub async fn peek(
+    conn: &mut AsyncPgConnection,
+    id: &str,
+    kind: &str,
+    client_ip: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Option<Json>> {
+    sign_in_states::table
+        .filter(sign_in_states::id.eq(id))
+        .filter(sign_in_states::kind.eq(kind))
+        .filter(sign_in_states::client_ip.eq(client_ip))
+        .filter(sign_in_states::consumed_at.is_null())
+        .filter(sign_in_states::expires_at.gt(now))
+        .select(sign_in_states::data)
+        .first(conn)
+        .await
+        .optional()
+}
+
 pub async fn discard(conn: &mut AsyncPgConnection, id: &str) -> QueryResult<()> {
     diesel::delete(sign_in_states::table.filter(sign_in_states::id.eq(id)))
         .execute(conn)

@@ -237,8 +237,10 @@ pub fn endpoints() -> Vec<Endpoint> {
         at(M::GET, "/api/openapi.json", openapi::document),
         at(M::GET, "/api/auth", auth::authenticate),
         at(M::GET, "/api/auth/refresh", auth::refresh),
-        // Before `/api/auth/{provider}`, which would take `choose` for a provider.
+        // Before `/api/auth/{provider}`, which would take `choose` and `invitation` for providers.
         at(M::GET, "/api/auth/choose", sign_in::choose),
+        at(M::GET, "/api/auth/invitation", sign_in::invitation_page),
+        at(M::POST, "/api/auth/invitation", sign_in::accept_invitation),
         at(M::GET, "/.well-known/oauth-authorization-server", oauth::metadata),
         at(M::POST, "/auth/register", oauth::register),
         at(M::GET, "/auth/authorize", oauth::authorize),

@@ -33,6 +33,8 @@ use crate::error::{ApiError, ErrorBody};
         auth::authenticate,
         auth::refresh,
         sign_in::choose,
+        sign_in::invitation_page,
+        sign_in::accept_invitation,
         oauth::metadata,
         oauth::register,
         oauth::authorize,

@@ -264,6 +264,16 @@ pub async fn sign_in_finish(
 /// A session token for the completed sign-in, as JSON: the page's script
 /// shows it, or sends the browser to `next` with it appended.
 async fn signed_in(state: &AppState, done: Completed, ip: &str) -> Result<HttpResponse, ApiError> {
+    let now = state.clock.now();
+    if let Some(held) = state.sign_in.hold_for_confirmation(&state.jwt, &done, ip, now).await? {
+        // the page's script goes there: the invitation is confirmed first
+        return Ok(HttpResponse::Ok()
+            .insert_header(("Cache-Control", "no-store"))
+            .json(PasskeySignedIn {
+                key: None,
+                location: Some(super::sign_in::confirmation_url(state, &held)),
+            }));
+    }
     let key = state
         .sign_in
         .issue_session(&state.jwt, &done.login, done.invite.as_deref(), ip, state.clock.now())

@@ -10,12 +10,13 @@ use super::middleware::limits::RateLimits;
 use super::views::pages;
 use super::views::passkey_pages::{self, Carried};
 use super::{AppState, client_ip};
-use crate::auth::login::{EMAIL_PROVIDER, Login, PASSKEY_PROVIDER, PROVIDERS};
+use crate::auth::login::{EMAIL_PROVIDER, PASSKEY_PROVIDER, PROVIDERS};
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::mail;
+use crate::sign_in::confirm_invite::Held;
 use crate::sign_in::email::LinkAsked;
 use crate::sign_in::oidc::Returned;
-use crate::sign_in::{Lang, check_invite};
+use crate::sign_in::{Completed, Lang, check_invite};
 
 #[derive(Debug, Deserialize)]
 pub struct SignInQuery {
@@ -137,21 +138,14 @@ pub async fn start(
             apple_user: None,
         };
         let done = state.sign_in.finish_oidc(&provider, returned, &ip, now).await?;
-        return signed_in(&state, &done.login, done.invite.as_deref(), &ip, done.next.as_deref()).await;
+        return signed_in(&state, done, &ip).await;
     }
     let Some(token) = &query.token else {
         let lang = Lang::from_query(query.lang.as_deref());
         return Ok(pages::email_form(lang, next, query.invite.as_deref()));
     };
     let opened = state.sign_in.open_link(token, &ip, now).await?;
-    signed_in(
-        &state,
-        &opened.login,
-        opened.invite.as_deref(),
-        &ip,
-        opened.next.as_deref(),
-    )
-    .await
+    signed_in(&state, opened, &ip).await
 }
 
 #[utoipa::path(
@@ -196,7 +190,7 @@ pub async fn send_link(
             .sign_in
             .finish_oidc(&provider, returned, &ip, state.clock.now())
             .await?;
-        return signed_in(&state, &done.login, done.invite.as_deref(), &ip, done.next.as_deref()).await;
+        return signed_in(&state, done, &ip).await;
     }
     from_own_pages(&state, &req)?;
     let next = form
@@ -266,20 +260,36 @@ pub(super) fn from_own_pages(state: &AppState, req: &HttpRequest) -> Result<(), 
         .check_form_origin(header("Origin"), header("Sec-Fetch-Site"))
 }
 
-/// The end of every provider's flow: a session token for `login` (carrying
-/// `invite`, if any), as JSON `{key}` or appended to `next`.
-async fn signed_in(
-    state: &AppState,
-    login: &Login,
-    invite: Option<&str>,
-    ip: &str,
-    next: Option<&str>,
-) -> Result<HttpResponse, ApiError> {
+/// The end of every provider's flow: a sign-in carrying an invitation goes
+/// to the invitation's confirmation first; any other gets its session token.
+async fn signed_in(state: &AppState, done: Completed, ip: &str) -> Result<HttpResponse, ApiError> {
+    match state
+        .sign_in
+        .hold_for_confirmation(&state.jwt, &done, ip, state.clock.now())
+        .await?
+    {
+        Some(held) => Ok(HttpResponse::Found()
+            .insert_header(("Location", confirmation_url(state, &held)))
+            .insert_header(("Cache-Control", "no-store"))
+            .finish()),
+        None => hand_over(state, done, ip).await,
+    }
+}
+
+/// The page confirming the invitation of a held sign-in.
+pub(super) fn confirmation_url(state: &AppState, held: &Held) -> String {
+    let query = serde_urlencoded::to_string([("confirmation", held.token.as_str())]).unwrap_or_default();
+    format!("{}/api/auth/invitation?{query}", state.sign_in.public_url)
+}
+
+/// A session token for `done`'s login (carrying its invitation, if any),
+/// as JSON `{key}` or appended to its `next`.
+async fn hand_over(state: &AppState, done: Completed, ip: &str) -> Result<HttpResponse, ApiError> {
     let key = state
         .sign_in
-        .issue_session(&state.jwt, login, invite, ip, state.clock.now())
+        .issue_session(&state.jwt, &done.login, done.invite.as_deref(), ip, state.clock.now())
         .await?;
-    Ok(match next {
+    Ok(match done.next {
         None => HttpResponse::Ok()
             .insert_header(("Cache-Control", "no-store"))
             .json(TemporaryKey { key }),
@@ -288,4 +298,62 @@ async fn signed_in(
             .insert_header(("Cache-Control", "no-store"))
             .finish(),
     })
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ConfirmationQuery {
+    /// The held sign-in, as the sign-in's end named it.
+    confirmation: String,
+    lang: Option<String>,
+}
+
+#[utoipa::path(
+    get, path = "/api/auth/invitation", operation_id = "invitation_confirmation", tag = "auth", summary = "Confirm the invitation a sign-in carries",
+    description = "Where a sign-in that carries an invitation (`invite`) ends: an HTML page naming the database the invitation is to, with one form that accepts it. Nothing is linked before the person accepts.",
+    params(
+        ("confirmation" = String, Query, description = "The held sign-in, as the sign-in's end named it"),
+        ("lang" = Option<String>, Query, description = "`en` (default) or `et`"),
+    ),
+    responses(
+        (status = 200, description = "The page (HTML)", content_type = "text/html"),
+        (status = 400, description = "The confirmation is unknown, used, expired or from another address (`invalid_sign_in`)", body = ErrorBody),
+    )
+)]
+pub async fn invitation_page(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    query: web::Query<ConfirmationQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let ip = client_ip(&req, &state.trusted_proxies);
+    let db = state
+        .sign_in
+        .confirmation_database(&query.confirmation, &ip, state.clock.now())
+        .await?;
+    let lang = Lang::from_query(query.lang.as_deref());
+    Ok(pages::invitation_confirmation(lang, &db, &query.confirmation))
+}
+
+#[utoipa::path(
+    post, path = "/api/auth/invitation", operation_id = "invitation_accept", tag = "auth", summary = "Accept the invitation a sign-in carries",
+    description = "The confirmation page's form, from that page only: ends the sign-in as any provider's end does (JSON `{key}`, or a redirect to `next` with the session token appended); the invitation is linked when the session token is exchanged at `GET /api/auth`.",
+    request_body(content = ConfirmationQuery, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "Without `next`: the session token", body = TemporaryKey),
+        (status = 302, description = "To `next` with the session token appended"),
+        (status = 400, description = "The confirmation is unknown, used, expired or from another address (`invalid_sign_in`)", body = ErrorBody),
+        (status = 403, description = "`cross_site_form`: posted from another site's page", body = ErrorBody),
+    )
+)]
+pub async fn accept_invitation(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    form: web::Form<ConfirmationQuery>,
+) -> Result<HttpResponse, ApiError> {
+    from_own_pages(&state, &req)?;
+    let ip = client_ip(&req, &state.trusted_proxies);
+    let done = state
+        .sign_in
+        .confirm_invitation(&form.confirmation, &ip, state.clock.now())
+        .await?;
+    hand_over(&state, done, &ip).await
 }

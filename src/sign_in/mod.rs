@@ -6,11 +6,13 @@
 //! - `forms.rs`: the pages' forms are posted from those pages only;
 //! - `accounts.rs`: the databases and persons a login reaches;
 //! - `invite.rs`: invitations, mailed and accepted;
+//! - `confirm_invite.rs`: an invitation a sign-in carries waits for the person's yes;
 //! - `oidc.rs`: OpenID Connect providers (Google, Apple, eID brokers);
 //! - `passkey.rs`: passkeys (WebAuthn);
 //! - `oauth.rs`: the OAuth server's authorization requests and codes.
 
 pub mod accounts;
+pub mod confirm_invite;
 pub mod email;
 pub mod forms;
 pub mod invite;

@@ -46,8 +46,38 @@ pub async fn session_key(app: &TestApp, sink: &SmtpSink, email: &str, extra: &[(
     let received = sink.wait_for(mails + 1).await;
     let links = received.last().unwrap().links();
     assert_eq!(links.len(), 1, "exactly one link");
-    let opened: Json = client.get(&links[0]).send().await.unwrap().json().await.unwrap();
+    let mut opened = client.get(&links[0]).send().await.unwrap();
+    if opened.status() == 302 {
+        // a sign-in carrying an invitation: the person accepts it first
+        let page = opened.headers()["location"].to_str().unwrap().to_owned();
+        opened = accept_invitation(client.clone(), &page).await;
+    }
+    let opened: Json = opened.json().await.unwrap();
     opened["key"].as_str().expect("a session token").to_owned()
+}
+
+/// Opens the invitation's confirmation `page` in `browser` and posts its
+/// one form as it is, from the page's own origin; answers the answer.
+pub async fn accept_invitation(browser: reqwest::Client, page: &str) -> reqwest::Response {
+    let response = browser.get(page).send().await.unwrap();
+    assert_eq!(response.status(), 200, "{page}");
+    let html = response.text().await.unwrap();
+    assert_eq!(html.matches("<form").count(), 1, "{html}");
+    let field = |name: &str| {
+        let start = html
+            .find(&format!("name=\"{name}\" value=\""))
+            .unwrap_or_else(|| panic!("{name}: {html}"));
+        let value = &html[start + name.len() + 15..];
+        value[..value.find('"').unwrap()].to_owned()
+    };
+    let origin = page.split("/api/").next().unwrap();
+    browser
+        .post(format!("{origin}/api/auth/invitation"))
+        .header("Origin", origin)
+        .form(&[("confirmation", field("confirmation")), ("lang", field("lang"))])
+        .send()
+        .await
+        .unwrap()
 }
 
 /// Exchanges a session token at `GET /api/auth{query}` from 127.0.0.1.

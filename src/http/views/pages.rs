@@ -128,7 +128,9 @@ pub fn page_with_script(lang: Lang, title: &str, main: &str, script: Option<&str
         .content_type("text/html; charset=utf-8")
         .insert_header(("Content-Security-Policy", content_security_policy(!script.is_empty())))
         .insert_header(("X-Frame-Options", "DENY"))
-        .insert_header(("Referrer-Policy", "no-referrer"))
+        // not `no-referrer`: under it browsers post the forms with `Origin:
+        // null`, which the cross-site check must refuse
+        .insert_header(("Referrer-Policy", "same-origin"))
         .insert_header(("Cache-Control", "no-store"))
         .body(html)
 }
@@ -192,6 +194,26 @@ pub fn refused(lang: Lang, message: &str) -> HttpResponse {
     let mut response = page(lang, title, &main);
     *response.status_mut() = actix_web::http::StatusCode::BAD_REQUEST;
     response
+}
+
+/// The confirmation of the invitation to `db` a sign-in carries: one form,
+/// posted back here with the held sign-in's `confirmation`.
+pub fn invitation_confirmation(lang: Lang, db: &str, confirmation: &str) -> HttpResponse {
+    let (title, body, button) = match lang {
+        Lang::En => ("Accept the invitation", "You are accepting an invitation to", "Accept"),
+        Lang::Et => ("Kutse vastuvõtmine", "Võtad vastu kutse andmebaasi", "Võta vastu"),
+    };
+    let main = format!(
+        "<h1>{title}</h1><p>{body} <strong>{db}</strong></p>\
+         <form method=\"post\" action=\"invitation\">\
+         <input type=\"hidden\" name=\"confirmation\" value=\"{confirmation}\">\
+         <input type=\"hidden\" name=\"lang\" value=\"{lang}\">\
+         <button type=\"submit\">{button}</button></form>",
+        db = escape(db),
+        confirmation = escape(confirmation),
+        lang = lang.code(),
+    );
+    page(lang, title, &main)
 }
 
 /// What the form answers once the link is mailed.
