@@ -14,8 +14,13 @@ use serde_json::{Value as Json, json};
 /// A stranger's first e-mail sign-in asking for demo, after the `mails`
 /// already received: the status and body of the exchange.
 async fn walk_in(app: &TestApp, sink: &SmtpSink, email: &str, mails: usize) -> (u16, Json) {
+    walk_into(app, sink, email, mails, "demo").await
+}
+
+/// As [`walk_in`], asking for database `db`.
+async fn walk_into(app: &TestApp, sink: &SmtpSink, email: &str, mails: usize, db: &str) -> (u16, Json) {
     let key = session_key(app, sink, email, &[], mails).await;
-    exchange(app, &key, "?db=demo").await
+    exchange(app, &key, &format!("?db={db}")).await
 }
 
 fn assert_no_person(status: u16, body: &Json) {
@@ -29,10 +34,15 @@ fn assert_no_person(status: u16, body: &Json) {
 /// Asserts that the exchange answered a new person under `folder`; answers
 /// the person's id and token.
 async fn assert_placed_under(app: &TestApp, status: u16, body: &Json, folder: &str) -> (String, String) {
+    assert_placed_in(app, "demo", status, body, folder).await
+}
+
+/// As [`assert_placed_under`], in database `db`.
+async fn assert_placed_in(app: &TestApp, db: &str, status: u16, body: &Json, folder: &str) -> (String, String) {
     assert_eq!(status, 200, "{body}");
     let person = body["accounts"][0]["user"]["_id"].as_str().unwrap().to_owned();
     let token = body["token"].as_str().unwrap().to_owned();
-    let (status, entity) = app.get(&format!("/api/demo/entity/{person}"), &token).await;
+    let (status, entity) = app.get(&format!("/api/{db}/entity/{person}"), &token).await;
     assert_eq!(status, 200, "{entity}");
     assert_eq!(entity["entity"]["_parent"][0]["reference"], folder, "{entity}");
     (person, token)
@@ -243,4 +253,64 @@ async fn a_person_made_at_a_first_login_edits_their_own_name() {
         (403, Some("forbidden")),
         "{refused}"
     );
+}
+
+#[tokio::test]
+async fn an_import_records_the_imported_database_entity_with_the_lowest_id() {
+    let w = world().await;
+    let database = w.database().await;
+    let welcome = w.folder(&w.owner, "Welcome").await;
+    point_add_user(&w.app, &w.owner, &database, &welcome).await;
+    // a later one (a higher id) naming a folder of its own
+    let database_type = w.app.find(&w.owner, "entity", "database").await;
+    let later = w
+        .app
+        .create(&w.owner, &database_type, json!([{"type": "name", "string": "later"}]))
+        .await;
+    let elsewhere = w.folder(&w.owner, "Elsewhere").await;
+    point_add_user(&w.app, &w.owner, &later, &elsewhere).await;
+    assert!(later > database);
+
+    let dir = common::tempdir::Dir::new();
+    let file = dir.0.join("demo.jsonl");
+    let file = file.to_str().unwrap();
+    let export: &[&str] = &["export", "demo", "--out", file];
+    for args in [export, &["import", "copy", file]] {
+        let run = common::processes::eds(&w.app.database_url, &dir.0)
+            .args(args)
+            .output()
+            .await
+            .unwrap();
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    }
+    assert_eq!(own_entity(&w.app, "copy").await, Some(database));
+    let (status, body) = walk_into(&w.app, &w.sink, "guest@example.com", 0, "copy").await;
+    assert_placed_in(&w.app, "copy", status, &body, &welcome).await;
+}
+
+#[tokio::test]
+async fn a_database_from_before_its_own_entity_gets_its_oldest_live_database_entity() {
+    use diesel_async::SimpleAsyncConnection;
+    let w = world().await;
+    let seeded = w.database().await;
+    assert_eq!(own_entity(&w.app, "demo").await.as_deref(), Some(seeded.as_str()));
+    let database_type = w.app.find(&w.owner, "entity", "database").await;
+    let mut later = Vec::new();
+    for name in ["second", "third"] {
+        let values = json!([{"type": "name", "string": name}]);
+        later.push(w.app.create(&w.owner, &database_type, values).await);
+    }
+    let (status, body) = w.app.delete(&format!("/api/demo/entity/{seeded}"), &w.owner).await;
+    assert_eq!(status, 200, "{body}");
+
+    // the table as it was before the migration, then the migration
+    let mut conn = w.app.pool.get().await.unwrap();
+    conn.batch_execute("ALTER TABLE databases DROP COLUMN entity_id")
+        .await
+        .unwrap();
+    conn.batch_execute(include_str!("../migrations/2026-11-26-0001_database_entity/up.sql"))
+        .await
+        .unwrap();
+    drop(conn);
+    assert_eq!(own_entity(&w.app, "demo").await.as_deref(), Some(later[0].as_str()));
 }
