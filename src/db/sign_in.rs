@@ -224,6 +224,7 @@ pub async fn add_user_target(conn: &mut AsyncPgConnection, db: &str) -> QueryRes
     let Some(database) = values::live_entity(conn, db, &database_id, false).await? else {
         return Ok(None);
     };
+    let database = database.lists();
     let Some(person_type) = person_type(conn, db, &database_id).await? else {
         return Ok(None);
     };
@@ -240,9 +241,7 @@ pub async fn add_user_target(conn: &mut AsyncPgConnection, db: &str) -> QueryRes
         let Some(target) = values::live_entity(conn, db, &parent, false).await? else {
             continue;
         };
-        if places_new_persons(&writer, &database.lists(), &target.lists())
-            && values::entity_exists(conn, db, &writer).await?
-        {
+        if places_new_persons(&writer, &database, &target.lists()) && values::entity_exists(conn, db, &writer).await? {
             return Ok(Some(AddUserTarget { parent, person_type }));
         }
     }

@@ -69,7 +69,7 @@ pub(super) struct Placement<'a> {
 
 /// The refusal of a person for a new login: the database no longer places
 /// new persons where the look-up before the write found it did.
-pub fn no_place_for_new_persons() -> ApiError {
+fn no_place_for_new_persons() -> ApiError {
     ApiError::unauthorized("No accessible accounts")
 }
 
