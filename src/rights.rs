@@ -182,6 +182,15 @@ pub fn has_right(lists: &RightsLists, person: &str, needed: Right) -> bool {
     lists.right_of(person).is_some_and(|held| held >= needed)
 }
 
+/// Whether an `add_user` value written by `writer` places the persons of new
+/// logins under its target: only while the writer is an owner of the
+/// database's own entity (`database`, its effective lists) and may put
+/// entities under the target (`_expander` on `target`). Any person may
+/// create a `database` entity or write `add_user`; neither opens the database.
+pub fn places_new_persons(writer: &str, database: &RightsLists, target: &RightsLists) -> bool {
+    has_right(database, writer, Right::Owner) && has_right(target, writer, Right::Expander)
+}
+
 /// Who may read one property of an entity, or the entity itself: the
 /// formula and search rules compare two of these ("may everyone who reads
 /// this also read that?").
@@ -270,6 +279,36 @@ mod tests {
             }
         }
         assert_eq!(lists.right_of("x"), None);
+    }
+
+    #[test]
+    fn only_an_owner_of_the_database_who_expands_the_target_places_new_persons() {
+        let database = RightsLists::effective(&own(&["o", "lost"], &["e"], &[], &["lost"]), &[]);
+        let folder = RightsLists {
+            expanders: set(&["x"]),
+            ..own(&["e"], &["o"], &["v"], &[])
+        };
+        let target = RightsLists::effective(&folder, &[]);
+        assert!(
+            places_new_persons("o", &database, &target),
+            "owner and editor of the target"
+        );
+        assert!(!places_new_persons(
+            "o",
+            &database,
+            &RightsLists::effective(&own(&[], &[], &["o"], &[]), &[])
+        ));
+        assert!(
+            !places_new_persons("e", &database, &target),
+            "an editor of the database"
+        );
+        assert!(
+            !places_new_persons("lost", &database, &target),
+            "an owner with _noaccess"
+        );
+        let owners = RightsLists::effective(&own(&["o", "x", "v"], &[], &[], &[]), &[]);
+        assert!(places_new_persons("x", &owners, &target), "an expander of the target");
+        assert!(!places_new_persons("v", &owners, &target), "a viewer of the target");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `eds import`: an export (docs/export.md) read into a new or empty
-//! database in one transaction, its projections rebuilt.
+//! database in one transaction, its projections rebuilt and its own
+//! `database` entity (the lowest id) recorded.
 
 use std::collections::HashSet;
 use std::io::BufRead;
@@ -195,6 +196,7 @@ pub async fn import(pool: &Pool, db: &str, input: impl BufRead + Send) -> Result
             };
             rows::rebuild_projections(conn, db, &mut projected).await?;
             bar.finish_and_clear();
+            databases::adopt_own_entity(conn, db).await?;
             Ok(read)
         }
         .scope_boxed()

@@ -72,6 +72,35 @@ pub async fn generation(conn: &mut AsyncPgConnection, name: &str) -> QueryResult
         .optional()
 }
 
+/// Database `name`'s own entity: the `database` entity seeded with it (or
+/// chosen by an import or for a database older than the choice), whose
+/// owners alone decide where the persons of new logins go.
+pub async fn own_entity(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<Option<String>> {
+    databases::table
+        .filter(databases::name.eq(name))
+        .select(databases::entity_id)
+        .first::<Option<String>>(conn)
+        .await
+        .optional()
+        .map(Option::flatten)
+}
+
+/// Records the live `database` entity with the lowest id as database
+/// `name`'s own (after an import, whose entities keep their ids).
+pub async fn adopt_own_entity(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<()> {
+    diesel::sql_query(
+        "UPDATE databases SET entity_id = ( \
+             SELECT e.id FROM entities e JOIN entities t ON t.db = e.db AND t.id = e.type_id \
+             WHERE e.db = $1 AND e.deleted_at IS NULL AND t.name = 'database' \
+             ORDER BY e.id LIMIT 1) \
+         WHERE name = $1",
+    )
+    .bind::<Text, _>(name)
+    .execute(conn)
+    .await
+    .map(drop)
+}
+
 /// A created database: its owner person and that person's first API key.
 pub struct CreatedDatabase {
     pub person_id: String,

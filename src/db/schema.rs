@@ -6,6 +6,7 @@ diesel::table! {
         created_at -> Timestamptz,
         generation -> Int8,
         created_by_login -> Nullable<Text>,
+        entity_id -> Nullable<Text>,
     }
 }
 

@@ -1,6 +1,6 @@
 //! What every new database starts with: the system types (`entity`,
 //! `property`, `database`, `person`) and their definitions, a `database`
-//! entity, and the owner person.
+//! entity (recorded as the database's own), and the owner person.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -103,7 +103,9 @@ pub(super) async fn seed(conn: &mut AsyncPgConnection, name: &str, owner: Owner<
             }
         }
     }
-    seed.entity(new_id(), &type_ids[2], false).string("name", name);
+    let database_entity = new_id();
+    seed.entity(database_entity.clone(), &type_ids[2], false)
+        .string("name", name);
     let owner_id = seed.owner.clone();
     let mut person = seed.entity(owner_id.clone(), &type_ids[3], false);
     if let Some(person_name) = owner.name {
@@ -126,6 +128,10 @@ pub(super) async fn seed(conn: &mut AsyncPgConnection, name: &str, owner: Owner<
         values::insert_entity(conn, name, id, seed.now, &seed.owner).await?;
     }
     values::insert_values(conn, &seed.rows).await?;
+    diesel::update(databases::table.filter(databases::name.eq(name)))
+        .set(databases::entity_id.eq(&database_entity))
+        .execute(conn)
+        .await?;
     // Views and search depend on the definitions' own projections:
     // the first pass makes those, the second uses them.
     for _ in 0..2 {

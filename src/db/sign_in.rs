@@ -8,10 +8,17 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
 use crate::auth::login::{Login, PASSKEY_PROVIDER, StoredPasskey};
+use crate::db::databases;
 use crate::db::schema::sign_in_states;
-use crate::db::values::ValueRecord;
+use crate::db::values::{self, ValueRecord};
 use crate::model::LOGIN_PROPERTY;
 use crate::model::ids::new_id;
+use crate::model::stored::ValueRow;
+use crate::rights::places_new_persons;
+
+/// The property of a database's own entity naming where the persons of new
+/// logins go.
+const ADD_USER_PROPERTY: &str = "add_user";
 
 /// One piece of state being issued: `id` is the SHA-256 of its token or a
 /// JWT's `jti`, never a token itself.
@@ -225,29 +232,68 @@ pub async fn update_passkey(conn: &mut AsyncPgConnection, identity: &str, creden
     .await
 }
 
-/// Where database `db` creates the persons of new logins: the live entity
-/// its `database` entity's `add_user` value references, with the id of the
-/// `person` type, if both exist.
-pub async fn add_user_target(conn: &mut AsyncPgConnection, db: &str) -> QueryResult<Option<(String, String)>> {
-    #[derive(QueryableByName)]
-    struct Target {
-        #[diesel(sql_type = Text)]
-        parent: String,
-        #[diesel(sql_type = Text)]
-        person_type: String,
+/// Where a database creates the persons of new logins: under `parent`, of
+/// type `person_type`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddUserTarget {
+    pub parent: String,
+    pub person_type: String,
+}
+
+/// Where database `db` creates the persons of new logins, if anywhere: the
+/// live target of the earliest live `add_user` value on the database's own
+/// entity whose writer, a live person, is now an owner of that entity and
+/// an expander of the target ([`places_new_persons`]); with its `person` type.
+pub async fn add_user_target(conn: &mut AsyncPgConnection, db: &str) -> QueryResult<Option<AddUserTarget>> {
+    let Some(database_id) = databases::own_entity(conn, db).await? else {
+        return Ok(None);
+    };
+    let Some(database) = values::live_entity(conn, db, &database_id, false).await? else {
+        return Ok(None);
+    };
+    let database = database.lists();
+    let Some(person_type) = person_type(conn, db, &database_id).await? else {
+        return Ok(None);
+    };
+    let mut candidates: Vec<ValueRow> = values::live_values(conn, db, &database_id)
+        .await?
+        .into_iter()
+        .filter(|value| value.prop == ADD_USER_PROPERTY)
+        .collect();
+    candidates.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    for candidate in candidates {
+        let (Some(parent), Some(writer)) = (candidate.reference, candidate.created_by) else {
+            continue;
+        };
+        let Some(target) = values::live_entity(conn, db, &parent, false).await? else {
+            continue;
+        };
+        if places_new_persons(&writer, &database, &target.lists()) && values::entity_exists(conn, db, &writer).await? {
+            return Ok(Some(AddUserTarget { parent, person_type }));
+        }
     }
-    let target: Option<Target> = diesel::sql_query(
-        "SELECT v.reference AS parent, pt.id AS person_type FROM property_values v \
-         JOIN entities d ON d.db = v.db AND d.id = v.entity_id AND d.deleted_at IS NULL \
-         JOIN entities dt ON dt.db = d.db AND dt.id = d.type_id AND dt.name = 'database' \
-         JOIN entities p ON p.db = v.db AND p.id = v.reference AND p.deleted_at IS NULL \
-         JOIN entities pt ON pt.db = v.db AND pt.type_id = dt.type_id AND pt.name = 'person' AND pt.deleted_at IS NULL \
-         WHERE v.db = $1 AND v.prop = 'add_user' AND v.deleted_at IS NULL \
-         ORDER BY v.created_at LIMIT 1",
+    Ok(None)
+}
+
+/// The live `person` type of database `db`: an entity type, as its
+/// `database` entity's type is, named `person`.
+async fn person_type(conn: &mut AsyncPgConnection, db: &str, database_id: &str) -> QueryResult<Option<String>> {
+    #[derive(QueryableByName)]
+    struct PersonType {
+        #[diesel(sql_type = Text)]
+        id: String,
+    }
+    let found: Option<PersonType> = diesel::sql_query(
+        "SELECT pt.id FROM entities d \
+         JOIN entities dt ON dt.db = d.db AND dt.id = d.type_id \
+         JOIN entities pt ON pt.db = d.db AND pt.type_id = dt.type_id AND pt.name = 'person' AND pt.deleted_at IS NULL \
+         WHERE d.db = $1 AND d.id = $2 \
+         ORDER BY pt.id LIMIT 1",
     )
     .bind::<Text, _>(db)
+    .bind::<Text, _>(database_id)
     .get_result(conn)
     .await
     .optional()?;
-    Ok(target.map(|target| (target.parent, target.person_type)))
+    Ok(found.map(|found| found.id))
 }

@@ -166,11 +166,11 @@ pub async fn authenticate(
     let now = state.clock.now();
     let (login, carried_invite) = state.sign_in.exchange_session(&state.jwt, credential, &ip, now).await?;
     let wanted = query.db.as_deref().or(query.account.as_deref());
-    let mut conn = state.pool.get().await?;
-    let mut accounts = accounts_of(&mut conn, &login.sub()).await?;
+    // no connection is held while a write waits for its turn
+    let mut accounts = accounts_of(&mut *state.pool.get().await?, &login.sub()).await?;
     let mut conflict = false;
     if let Some(token) = query.invite.as_deref().or(carried_invite.as_deref()) {
-        match invite::accept(&mut conn, &state.writers, &state.jwt, token, wanted, &login, now).await? {
+        match invite::accept(&state.pool, &state.writers, &state.jwt, token, wanted, &login, now).await? {
             Accepted::Person { db, person } => accounts = invite::accounts(db, person),
             Accepted::Conflict => conflict = true,
         }
@@ -178,7 +178,7 @@ pub async fn authenticate(
         accounts.retain(|db, _| db == wanted);
         if accounts.is_empty()
             && state.known_database(wanted).await?
-            && let Some(person) = add_user(&mut conn, &state.writers, wanted, &login).await?
+            && let Some(person) = add_user(&state.pool, &state.writers, wanted, &login).await?
         {
             accounts.insert(wanted.to_owned(), person);
         }
@@ -188,7 +188,7 @@ pub async fn authenticate(
     }
     let mut claims = Claims::access(login.sub(), accounts, Some(ip), now);
     claims.set_profile(&login);
-    token_response(&state, &mut conn, &claims, LOGIN, conflict).await
+    token_response(&state, &mut *state.pool.get().await?, &claims, LOGIN, conflict).await
 }
 
 /// An API key exchanged for a token for its person (in `wanted` only, if given).

@@ -304,13 +304,13 @@ pub async fn complete(state: web::Data<AppState>, req: HttpRequest, query: web::
 }
 
 /// The login's person in `db`: the one holding it, else one made where
-/// the database's `add_user` says.
+/// the database's `add_user` says (with no connection held meanwhile).
 async fn person_for(state: &AppState, db: &str, login: &crate::auth::login::Login) -> Result<Option<String>, ApiError> {
-    let mut conn = state.pool.get().await?;
-    if let Some(person) = accounts::accounts_of(&mut conn, &login.sub()).await?.remove(db) {
+    let mut accounts = accounts::accounts_of(&mut *state.pool.get().await?, &login.sub()).await?;
+    if let Some(person) = accounts.remove(db) {
         return Ok(Some(person));
     }
-    accounts::add_user(&mut conn, &state.writers, db, login).await
+    accounts::add_user(&state.pool, &state.writers, db, login).await
 }
 
 #[utoipa::path(

@@ -6,8 +6,9 @@ use diesel_async::AsyncPgConnection;
 
 use crate::actors::db_writer::Writers;
 use crate::auth::login::{Login, identity_of};
-use crate::db::{sign_in, values};
-use crate::error::ApiError;
+use crate::db::sign_in::AddUserTarget;
+use crate::db::{Pool, sign_in, values};
+use crate::error::{ApiError, ErrorCode};
 use crate::model::ids::new_id;
 use crate::write::{WriteOp, WriteRequest};
 
@@ -40,15 +41,13 @@ pub async fn accounts_of(conn: &mut AsyncPgConnection, sub: &str) -> Result<BTre
 }
 
 /// A person for `login` in `db`, which it is not yet in, when the database
-/// names where new persons go (its `add_user`): created and answered, or
-/// `None` when the database names no such place.
-pub async fn add_user(
-    conn: &mut AsyncPgConnection,
-    writers: &Writers,
-    db: &str,
-    login: &Login,
-) -> Result<Option<String>, ApiError> {
-    let Some((parent, person_type)) = sign_in::add_user_target(conn, db).await? else {
+/// names where new persons go (its `add_user`, [`sign_in::add_user_target`]):
+/// created and answered, or `None` when it names no such place. The place
+/// is looked up on a connection given back before the write waits for its
+/// turn, and checked again in the write.
+pub async fn add_user(pool: &Pool, writers: &Writers, db: &str, login: &Login) -> Result<Option<String>, ApiError> {
+    let target = sign_in::add_user_target(&mut *pool.get().await?, db).await?;
+    let Some(AddUserTarget { parent, person_type }) = target else {
         return Ok(None);
     };
     let person = new_id();
@@ -62,8 +61,12 @@ pub async fn add_user(
         },
         idempotency: None,
     };
-    writers.write(request, Vec::new()).await?;
-    Ok(Some(person))
+    match writers.write(request, Vec::new()).await {
+        Ok(_) => Ok(Some(person)),
+        // the place changed between the look-up and the write
+        Err(error) if error.code == ErrorCode::Unauthorized => Ok(None),
+        Err(error) => Err(error),
+    }
 }
 
 /// Stores `login` on `person` in `db`: a signed-in person adding a login

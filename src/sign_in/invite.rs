@@ -12,7 +12,7 @@ use super::SignIn;
 use crate::actors::db_writer::Writers;
 use crate::auth::jwt::{Claims, JwtKeys};
 use crate::auth::login::Login;
-use crate::db::{sign_in, values};
+use crate::db::{Pool, sign_in, values};
 use crate::error::{ApiError, ErrorCode};
 use crate::mail::{self, Mail};
 use crate::model::LOGIN_PROPERTY;
@@ -32,9 +32,10 @@ pub enum Accepted {
 /// Accepts invitation `token` for `login`. `wanted`: the `db` the exchange
 /// names, which must be the invitation's. 400 `Invalid or expired invite`
 /// for a malformed, expired or used invitation (a used one still admits the
-/// person it linked), or one for another database.
+/// person it linked), or one for another database. The connection of the
+/// look-ups is given back before the write waits for its turn.
 pub async fn accept(
-    conn: &mut AsyncPgConnection,
+    pool: &Pool,
     writers: &Writers,
     jwt: &JwtKeys,
     token: &str,
@@ -47,15 +48,17 @@ pub async fn accept(
     if wanted.is_some_and(|wanted| wanted != db) {
         return Err(invalid_invite());
     }
-    let invitation = values::find_value(conn, db, value_id)
+    let mut conn = pool.get().await?;
+    let invitation = values::find_value(&mut conn, db, value_id)
         .await?
         .filter(|value| value.prop == LOGIN_PROPERTY)
         .ok_or_else(invalid_invite)?;
     let person = invitation.entity_id.clone();
-    let linked_to = sign_in::persons_of_login(conn, &login.identity())
+    let linked_to = sign_in::persons_of_login(&mut conn, &login.identity())
         .await?
         .into_iter()
         .find_map(|(in_db, person)| (in_db == db).then_some(person));
+    drop(conn);
     let admitted = Accepted::Person {
         db: db.to_owned(),
         person: person.clone(),

@@ -67,9 +67,17 @@ pub(super) struct Placement<'a> {
     pub person_type: &'a str,
 }
 
+/// The refusal of a person for a new login: the database no longer places
+/// new persons where the look-up before the write found it did.
+fn no_place_for_new_persons() -> ApiError {
+    ApiError::unauthorized("No accessible accounts")
+}
+
 /// Creates person `person_id` for `login` where `placement` says, inheriting
 /// its parent's rights, `_editor` of itself, with the provider's name and
-/// e-mail and the login.
+/// e-mail and the login. The placement is checked again here, under the
+/// database's write lock: an owner who lost their rights since the look-up
+/// places no one.
 pub(super) async fn add_user(
     conn: &mut AsyncPgConnection,
     cache: &mut TransactionCache,
@@ -79,6 +87,10 @@ pub(super) async fn add_user(
     placement: Placement<'_>,
     login: &Login,
 ) -> Result<WriteOutcome, ApiError> {
+    let current = sign_in::add_user_target(conn, db).await?;
+    if !current.is_some_and(|target| target.parent == placement.parent && target.person_type == placement.person_type) {
+        return Err(no_place_for_new_persons());
+    }
     let row = |prop: &str| ValueRecord {
         db: db.to_owned(),
         id: new_id(),

@@ -35,12 +35,16 @@ pub(super) fn replaced_single_values(live: &[ValueRow], rows: &[ValueRecord]) ->
 }
 
 /// An entity keeps at least one `_owner`: refuses a change that removes the
-/// live values `removed` and adds `added` when no owner would be left.
+/// live values `removed` and adds `added` when it removes an `_owner` value
+/// and leaves none. A change that removes none is not this rule's to judge:
+/// an entity whose owners are inherited only (a person made at a first
+/// login, an imported child) is written by its callers' rights.
 pub(super) fn keep_an_owner(live: &[ValueRow], removed: &[String], added: &[ValueRecord]) -> Result<(), ApiError> {
-    let owners_left = live
-        .iter()
-        .filter(|row| row.prop == "_owner" && !removed.contains(&row.id))
-        .count()
+    let owners = || live.iter().filter(|row| row.prop == "_owner");
+    if !owners().any(|row| removed.contains(&row.id)) {
+        return Ok(());
+    }
+    let owners_left = owners().filter(|row| !removed.contains(&row.id)).count()
         + added.iter().filter(|row| row.prop == "_owner").count();
     if owners_left == 0 {
         return Err(ApiError::forbidden("An entity keeps at least one _owner"));
@@ -101,5 +105,19 @@ mod tests {
         );
         let successor = [new("n1", "_owner", Some("cy"))];
         assert!(keep_an_owner(&live, &["1".into(), "2".into()], &successor).is_ok());
+    }
+
+    #[test]
+    fn an_entity_without_an_owner_of_its_own_is_not_refused_a_write_that_removes_no_owner() {
+        let inherited_only = [live("1", "name", None), live("2", "_editor", Some("bob"))];
+        assert!(keep_an_owner(&inherited_only, &["1".into()], &[new("n1", "name", None)]).is_ok());
+        let replaced = [new("n2", "_viewer", Some("bob"))];
+        assert!(keep_an_owner(&inherited_only, &["2".into()], &replaced).is_ok());
+        assert!(keep_an_owner(&inherited_only, &[], &[]).is_ok());
+        // a person's only owner value replaced by another right: refused
+        let owned = [live("3", "_owner", Some("ann")), live("4", "name", None)];
+        let replaced = [new("n3", "_editor", Some("ann"))];
+        assert!(keep_an_owner(&owned, &["3".into()], &replaced).is_err());
+        assert!(keep_an_owner(&owned, &["4".into()], &[]).is_ok());
     }
 }

@@ -1,0 +1,1 @@
+ALTER TABLE databases DROP COLUMN entity_id;
