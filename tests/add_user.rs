@@ -308,7 +308,7 @@ async fn a_database_from_before_its_own_entity_gets_its_oldest_live_database_ent
     conn.batch_execute("ALTER TABLE databases DROP COLUMN entity_id")
         .await
         .unwrap();
-    conn.batch_execute(include_str!("../migrations/2026-11-26-0001_database_entity/up.sql"))
+    conn.batch_execute(include_str!("../migrations/2026-11-26-000016_database_entity/up.sql"))
         .await
         .unwrap();
     drop(conn);
