@@ -7,9 +7,13 @@
 //! - `invite.rs`: invitations, mailed and accepted;
 //! - `oidc.rs`: OpenID Connect providers (Google, Apple, eID brokers);
 //! - `passkey.rs`: passkeys (WebAuthn);
-//! - `oauth.rs`: the OAuth server's authorization requests and codes.
+//! - `oauth.rs`: the OAuth server's authorization requests and codes;
+//! - `authorize.rs`: the checks of an authorization request (pure);
+//! - `consent.rs`: the person's consent to an OAuth client, asked and remembered.
 
 pub mod accounts;
+pub mod authorize;
+pub mod consent;
 pub mod email;
 pub mod invite;
 pub mod oauth;
