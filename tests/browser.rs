@@ -9,6 +9,7 @@
 mod common;
 
 use common::browser::Browser;
+use common::email_login::{invite_bob, session_key};
 use common::smtp::SmtpSink;
 use common::{Storage, TestApp};
 use serde_json::{Value as Json, json};
@@ -221,4 +222,71 @@ async fn a_passkey_is_registered_and_then_signs_in_with_the_browsers_virtual_aut
         (Some("Test laptop"), Some("passkey")),
         "{me}"
     );
+}
+
+#[tokio::test]
+async fn the_consent_page_allows_in_a_real_browser_and_its_redirect_to_the_client_passes_the_pages_policy() {
+    let (app, sink, base) = app_at_localhost().await;
+    let owner = app.owner_token().await;
+    let (_, invite) = invite_bob(&app, &sink, &owner, 0).await;
+    let key = session_key(&app, &sink, "bob@example.com", &[], 1).await;
+    let (status, _) = app
+        .call("GET", &format!("/api/auth?invite={invite}"), Some(&key), None)
+        .await;
+    assert_eq!(status, 200);
+    // the client's redirect URI is another origin (this server by its address answers it)
+    let port = base.rsplit(':').next().unwrap();
+    let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+    let registration = json!({"client_name": "Browser client", "redirect_uris": [redirect_uri]});
+    let registered: Json = app
+        .http
+        .post(format!("{base}/auth/register"))
+        .json(&registration)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let client_id = registered["client_id"].as_str().unwrap();
+    let authorize = format!(
+        "{base}/auth/authorize?{}",
+        serde_urlencoded::to_string([
+            ("client_id", client_id),
+            ("redirect_uri", &redirect_uri),
+            ("response_type", "code"),
+            ("code_challenge", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"),
+            ("code_challenge_method", "S256"),
+            ("state", "st4te"),
+            ("db", "demo"),
+            ("provider", "e-mail"),
+        ])
+        .unwrap()
+    );
+    let mut browser = Browser::launch().await;
+    browser.navigate(&authorize).await;
+    browser
+        .eval("document.querySelector('input[type=email]').value = 'bob@example.com'")
+        .await;
+    browser.eval("document.querySelector('button').click()").await;
+    browser
+        .wait_for("document.querySelector('[role=status]') !== null && document.readyState === 'complete'")
+        .await;
+    let link = sink.wait_for(3).await.last().unwrap().links()[0].clone();
+    browser.navigate(&link).await;
+    browser
+        .wait_for("document.querySelector('h1')?.innerText === 'Allow access?'")
+        .await;
+    assert_eq!(text_of(&mut browser, "q.client-words").await, "Browser client");
+    browser.screenshot("consent-en").await;
+    browser.eval("document.querySelector('form button').click()").await;
+    let back = format!("{redirect_uri}?code=");
+    browser
+        .wait_for(&format!(
+            "location.href.startsWith({}) && document.readyState === 'complete'",
+            json!(back)
+        ))
+        .await;
+    let at = browser.eval("location.href").await;
+    assert!(at.as_str().unwrap().contains("state=st4te"), "{at}");
 }

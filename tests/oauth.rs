@@ -5,142 +5,14 @@
 
 mod common;
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::Duration;
 use common::TestApp;
-use common::email_login::{app_with_mail, ask_for_link, client_at, exchange, invite_bob, session_key};
-use common::smtp::SmtpSink;
+use common::email_login::{app_with_mail, client_at};
+use common::oauth::{
+    REDIRECT, VERIFIER, app_with_bob, authorize_as, authorize_url, authorize_with, code_for_bob, location, param,
+    register, token,
+};
 use serde_json::{Value as Json, json};
-use sha2::{Digest, Sha256};
-
-const REDIRECT: &str = "https://client.example/callback";
-const VERIFIER: &str = "a-verifier-of-at-least-forty-three-characters-0123456789";
-
-fn challenge(verifier: &str) -> String {
-    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
-}
-
-/// Registers a client for `REDIRECT`; answers its id.
-async fn register(app: &TestApp) -> String {
-    let body = json!({"client_name": "Test client", "redirect_uris": [REDIRECT]});
-    let response = app
-        .http
-        .post(format!("{}/auth/register", app.url))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201);
-    let registered: Json = response.json().await.unwrap();
-    assert_eq!(registered["redirect_uris"], json!([REDIRECT]));
-    registered["client_id"].as_str().unwrap().to_owned()
-}
-
-/// The authorize URL with `params` over the usual ones (`None` drops one).
-fn authorize_url(app: &TestApp, client_id: &str, params: &[(&str, Option<&str>)]) -> String {
-    let challenge = challenge(VERIFIER);
-    let mut all: Vec<(&str, Option<&str>)> = vec![
-        ("client_id", Some(client_id)),
-        ("redirect_uri", Some(REDIRECT)),
-        ("response_type", Some("code")),
-        ("code_challenge", Some(&challenge)),
-        ("code_challenge_method", Some("S256")),
-        ("state", Some("st4te")),
-        ("db", Some("demo")),
-        ("provider", Some("e-mail")),
-    ];
-    for (name, value) in params {
-        match all.iter_mut().find(|(given, _)| given == name) {
-            Some(pair) => pair.1 = *value,
-            None => all.push((name, *value)),
-        }
-    }
-    let pairs: Vec<(&str, &str)> = all.into_iter().filter_map(|(n, v)| Some((n, v?))).collect();
-    format!(
-        "{}/auth/authorize?{}",
-        app.url,
-        serde_urlencoded::to_string(pairs).unwrap()
-    )
-}
-
-/// The `Location` of a 302 answer.
-fn location(response: &reqwest::Response) -> String {
-    assert_eq!(response.status(), 302, "{}", response.url());
-    response.headers()["location"].to_str().unwrap().to_owned()
-}
-
-/// A query parameter of `url`.
-fn param(url: &str, name: &str) -> Option<String> {
-    let query = url.split_once('?')?.1;
-    serde_urlencoded::from_str::<Vec<(String, String)>>(query)
-        .unwrap()
-        .into_iter()
-        .find_map(|(n, v)| (n == name).then_some(v))
-}
-
-/// Runs authorize → e-mail sign-in as `email` (the `mails` already received)
-/// → completion, from 127.0.0.1; answers where the browser is sent at the end.
-async fn authorize_as(app: &TestApp, sink: &SmtpSink, client_id: &str, email: &str, mails: usize) -> String {
-    authorize_with(app, sink, client_id, &[], email, mails).await
-}
-
-/// As [`authorize_as`], with authorize's parameters `params` over the usual ones.
-async fn authorize_with(
-    app: &TestApp,
-    sink: &SmtpSink,
-    client_id: &str,
-    params: &[(&str, Option<&str>)],
-    email: &str,
-    mails: usize,
-) -> String {
-    let browser = client_at("127.0.0.1");
-    let to_sign_in = location(&browser.get(authorize_url(app, client_id, params)).send().await.unwrap());
-    assert!(
-        to_sign_in.starts_with(&format!("{}/api/auth/e-mail?", app.url)),
-        "{to_sign_in}"
-    );
-    let next = param(&to_sign_in, "next").expect("the sign-in returns to the authorization");
-    assert_eq!(ask_for_link(app, &browser, email, &[("next", &next)]).await, 200);
-    let link = sink.wait_for(mails + 1).await.last().unwrap().links()[0].clone();
-    let completion = location(&browser.get(&link).send().await.unwrap());
-    assert!(
-        completion.starts_with(&format!("{}/auth/authorize/complete?", app.url)),
-        "{completion}"
-    );
-    location(&browser.get(&completion).send().await.unwrap())
-}
-
-/// POSTs the token form from `address`; answers status and body.
-async fn token(app: &TestApp, address: &str, form: &[(&str, &str)]) -> (u16, Json) {
-    let response = client_at(address)
-        .post(format!("{}/auth/token", app.url))
-        .form(form)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap())
-}
-
-/// An app whose `bob@example.com` login is Bob, a person of `demo`; answers Bob's id.
-async fn app_with_bob() -> (TestApp, SmtpSink, String) {
-    let (app, sink) = app_with_mail(&[]).await;
-    let owner = app.owner_token().await;
-    let (bob, invite) = invite_bob(&app, &sink, &owner, 0).await;
-    let key = session_key(&app, &sink, "bob@example.com", &[], 1).await;
-    assert_eq!(exchange(&app, &key, &format!("?invite={invite}")).await.0, 200);
-    (app, sink, bob)
-}
-
-/// A code for Bob, with the client it was issued to.
-async fn code_for_bob(app: &TestApp, sink: &SmtpSink, mails: usize) -> (String, String) {
-    let client_id = register(app).await;
-    let back = authorize_as(app, sink, &client_id, "bob@example.com", mails).await;
-    assert!(back.starts_with(REDIRECT), "{back}");
-    assert_eq!(param(&back, "state").as_deref(), Some("st4te"));
-    (client_id, param(&back, "code").expect("a code"))
-}
 
 #[tokio::test]
 async fn the_metadata_lists_the_endpoints_at_the_issuers_root_only() {
@@ -160,6 +32,7 @@ async fn the_metadata_lists_the_endpoints_at_the_issuers_root_only() {
             "grant_types_supported": ["authorization_code"],
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": ["none"],
+            "authorization_response_iss_parameter_supported": true,
         })
     );
     let (status, _) = app
@@ -318,6 +191,7 @@ async fn every_other_authorize_problem_goes_back_to_the_redirect_uri_with_the_st
         assert_eq!(param(&back, "error").as_deref(), Some(error), "{params:?}");
         assert!(param(&back, "error_description").is_some());
         assert_eq!(param(&back, "state").as_deref(), Some("st4te"));
+        assert_eq!(param(&back, "iss"), Some(app.url.clone()), "the issuer, byte for byte");
     }
     // a resource on this host names the database; no provider: the chooser
     let resource = format!("{}/api/demo/mcp", app.url);

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
 
 use crate::db::sign_in::{self, Issued};
-use crate::db::{Pool, idempotency};
+use crate::db::{Pool, consents, idempotency};
 use crate::error::{ApiError, ErrorCode};
 
 /// How often expired state is deleted.
@@ -49,10 +49,12 @@ impl Actor for Sessions {
     }
 }
 
-/// Deletes the sign-in state and the idempotency records expired at `now`.
+/// Deletes the sign-in state, remembered consents and the idempotency
+/// records expired at `now`.
 async fn sweep(pool: &Pool, now: DateTime<Utc>) -> Result<(), ApiError> {
     let mut conn = pool.get().await?;
     sign_in::sweep(&mut conn, now).await?;
+    consents::sweep(&mut conn, now).await?;
     idempotency::sweep(&mut conn, now).await?;
     Ok(())
 }

@@ -32,7 +32,7 @@ pub struct StoredPasskey {
 
 /// A person as a provider knows them: the provider's name and its id for
 /// them (`uid`), with what it tells of them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Login {
     pub provider: String,
     pub uid: String,

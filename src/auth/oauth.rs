@@ -74,17 +74,17 @@ pub fn client(jwt: &JwtKeys, client_id: &str, now: DateTime<Utc>) -> Option<Clie
     (client.token_use == USE_CLIENT && client.exp > now.timestamp()).then_some(client)
 }
 
-/// An absolute URI of any scheme (apps register their own), without a
-/// fragment (RFC 6749 §3.1.2), of a sensible length.
-fn is_redirect_uri(uri: &str) -> bool {
-    uri.len() <= MAX_REDIRECT_URI_BYTES
-        && url::Url::parse(uri)
-            .is_ok_and(|url| url.fragment().is_none() && !url.cannot_be_a_base() || is_opaque_app_uri(&url))
-}
+/// Schemes a browser runs or renders in place instead of handing to an
+/// app: a redirect there would run the client's script with a code in hand.
+const SCRIPT_SCHEMES: [&str; 3] = ["javascript", "data", "vbscript"];
 
-/// `myapp:callback`-style URIs some native apps register.
-fn is_opaque_app_uri(url: &url::Url) -> bool {
-    url.cannot_be_a_base() && url.fragment().is_none() && !matches!(url.scheme(), "javascript" | "data")
+/// An absolute URI of any scheme (apps register their own) but the
+/// script ones, without a fragment (RFC 6749 §3.1.2), of a sensible length.
+/// `myapp:callback`-style URIs some native apps register are taken too.
+fn is_redirect_uri(uri: &str) -> bool {
+    // the parser lowercases the scheme: `JavaScript:` is caught as well
+    uri.len() <= MAX_REDIRECT_URI_BYTES
+        && url::Url::parse(uri).is_ok_and(|url| url.fragment().is_none() && !SCRIPT_SCHEMES.contains(&url.scheme()))
 }
 
 /// Whether `verifier` answers `challenge` (S256: the challenge is the
@@ -151,6 +151,12 @@ mod tests {
             "/relative",
             "https://a.example/cb#x",
             "javascript:alert(1)",
+            "JavaScript:alert(1)",
+            "javascript://example.com/%0aalert(1)",
+            "data:text/html,<script>alert(1)</script>",
+            "DATA:text/html;base64,PHNjcmlwdD4=",
+            "vbscript:msgbox(1)",
+            "VBScript://x/msgbox",
             "not a uri",
         ] {
             assert_eq!(refused(vec![bad]), ErrorCode::InvalidRedirectUri, "{bad}");

@@ -106,11 +106,23 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    oauth_consents (db, person, client_digest, redirect_uri, scope) {
+        db -> Text,
+        person -> Text,
+        client_digest -> Text,
+        redirect_uri -> Text,
+        scope -> Text,
+        expires_at -> Timestamptz,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     databases,
     entities,
     idempotent_writes,
     formula_queue,
+    oauth_consents,
     property_values,
     request_counts,
     sign_in_states

@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod middleware;
 pub mod new_db;
 pub mod oauth;
+pub mod oauth_client;
 pub mod openapi;
 pub mod operations;
 pub mod passkey;
@@ -241,11 +242,17 @@ pub fn endpoints() -> Vec<Endpoint> {
         at(M::GET, "/api/auth/choose", sign_in::choose),
         at(M::GET, "/api/auth/invitation", sign_in::invitation_page),
         at(M::POST, "/api/auth/invitation", sign_in::accept_invitation),
-        at(M::GET, "/.well-known/oauth-authorization-server", oauth::metadata),
-        at(M::POST, "/auth/register", oauth::register),
+        at(
+            M::GET,
+            "/.well-known/oauth-authorization-server",
+            oauth_client::metadata,
+        ),
+        at(M::POST, "/auth/register", oauth_client::register),
         at(M::GET, "/auth/authorize", oauth::authorize),
         at(M::GET, "/auth/authorize/complete", oauth::complete),
-        at(M::POST, "/auth/token", oauth::token),
+        at(M::POST, "/auth/authorize/consent", oauth::allow),
+        at(M::GET, "/auth/authorize/deny", oauth::deny),
+        at(M::POST, "/auth/token", oauth_client::token),
         at(M::GET, "/api/auth/passkey/register", passkey::register_page),
         at(M::GET, "/api/auth/passkey/passkey.js", passkey::script),
         at(M::POST, "/api/auth/passkey/register/options", passkey::register_options),

@@ -1,84 +1,28 @@
-//! The OAuth 2.1 authorization server, at `{api_url}`: metadata (RFC 8414),
-//! dynamic registration (RFC 7591), authorize (code + PKCE S256, one
-//! database per authorization, RFC 8707 resources), the sign-in's return,
-//! and the token endpoint. Errors at the token and registration endpoints
-//! are the JSON error body with `error` = the RFC code and
-//! `error_description`; authorize sends every error it may back to the
-//! client's redirect URI, and shows the rest to the person.
+//! The OAuth 2.1 authorization server's browser side, at `{api_url}`:
+//! authorize (code + PKCE S256, one database per authorization, RFC 8707
+//! resources), the sign-in's return, and the consent page's answers.
+//! Authorize sends every error it may back to the client's redirect URI
+//! (with `iss`, RFC 9207), and shows the rest to the person. The endpoints
+//! a client calls itself are in `oauth_client`.
 
 use actix_web::http::header;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
+use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use super::views::oauth::{Registered, Registration, ServerMetadata, TokenAnswer, TokenForm, oauth_error};
+use super::views::consent::{ConsentPage, consent_page};
+use super::views::oauth::{ConsentForm, authorization_response, oauth_error};
 use super::views::pages;
 use super::{AppState, client_ip};
-use crate::auth::login::PROVIDERS;
-use crate::auth::oauth::{self, ACCESS_TOKEN_SECONDS};
-use crate::error::{ApiError, ErrorBody, ErrorCode};
-use crate::sign_in::oauth::{Authorization, Redemption};
+use crate::auth::login::Login;
+use crate::auth::oauth;
+use crate::error::{ApiError, ErrorBody};
+use crate::sign_in::authorize::{
+    AuthorizeContext, AuthorizeParams, AuthorizeRefusal, Checked, ClientRefusal, check_authorize_request, digest,
+};
+use crate::sign_in::consent::{self, PendingConsent};
+use crate::sign_in::oauth::Authorization;
 use crate::sign_in::{Lang, accounts};
-
-#[utoipa::path(
-    get, path = "/.well-known/oauth-authorization-server", operation_id = "oauth_metadata", tag = "oauth", summary = "Authorization server metadata (RFC 8414)",
-    description = "At `{api_url}` (`http.api_url`, else `http.public_url`); not under `/api`, since discovery documents sit at the issuer's root.",
-    responses((status = 200, description = "The metadata", body = ServerMetadata))
-)]
-pub async fn metadata(state: web::Data<AppState>) -> HttpResponse {
-    let issuer = state.sign_in.api_url.clone();
-    HttpResponse::Ok().json(ServerMetadata {
-        authorization_endpoint: format!("{issuer}/auth/authorize"),
-        token_endpoint: format!("{issuer}/auth/token"),
-        registration_endpoint: format!("{issuer}/auth/register"),
-        issuer,
-        response_types_supported: ["code"],
-        grant_types_supported: ["authorization_code"],
-        code_challenge_methods_supported: ["S256"],
-        token_endpoint_auth_methods_supported: ["none"],
-    })
-}
-
-#[utoipa::path(
-    post, path = "/auth/register", operation_id = "oauth_register", tag = "oauth", summary = "Register a client (RFC 7591)",
-    description = "No form, no secret: the answer's `client_id` embeds the redirect URIs, is signed, and is valid one year.",
-    request_body = Registration,
-    responses(
-        (status = 201, description = "Registered", body = Registered),
-        (status = 400, description = "`invalid_redirect_uri` (not 1 to 10 absolute URIs) or `invalid_client_metadata` (a malformed body)", body = ErrorBody),
-    )
-)]
-pub async fn register(state: web::Data<AppState>, body: web::Bytes) -> HttpResponse {
-    let registration: Registration = match serde_json::from_slice(&body) {
-        Ok(registration) => registration,
-        Err(error) => {
-            let error = ApiError::new(
-                ErrorCode::InvalidClientMetadata,
-                format!("The registration is not {{client_name?, redirect_uris}}: {error}"),
-            );
-            return oauth_error(&error);
-        }
-    };
-    let registered = oauth::register(
-        &state.jwt,
-        registration.client_name.as_deref(),
-        registration.redirect_uris,
-        state.clock.now(),
-    );
-    match registered {
-        Ok((client_id, client)) => HttpResponse::Created()
-            .insert_header(("Cache-Control", "no-store"))
-            .json(Registered {
-                client_id,
-                client_name: client.client_name,
-                redirect_uris: client.redirect_uris,
-                client_id_issued_at: client.iat,
-                token_endpoint_auth_method: "none",
-                grant_types: ["authorization_code"],
-                response_types: ["code"],
-            }),
-        Err(error) => oauth_error(&error),
-    }
-}
 
 #[derive(Debug, Deserialize)]
 pub struct AuthorizeQuery {
@@ -94,23 +38,17 @@ pub struct AuthorizeQuery {
     lang: Option<String>,
 }
 
-/// `redirect_uri` with `pairs` added to its query.
-fn redirect_to(redirect_uri: &str, pairs: &[(&str, Option<&str>)]) -> HttpResponse {
-    let location = match url::Url::parse(redirect_uri) {
-        Ok(mut url) => {
-            for (name, value) in pairs {
-                if let Some(value) = value {
-                    url.query_pairs_mut().append_pair(name, value);
-                }
-            }
-            url.to_string()
-        }
-        Err(_) => redirect_uri.to_owned(), // registered URIs parse: never here
-    };
-    HttpResponse::Found()
-        .insert_header((header::LOCATION, location))
-        .insert_header(("Cache-Control", "no-store"))
-        .finish()
+/// A refusal sent back to the client's redirect URI.
+fn to_client(state: &AppState, refusal: ClientRefusal) -> HttpResponse {
+    authorization_response(
+        &refusal.redirect_uri,
+        &[
+            ("error", Some(refusal.error)),
+            ("error_description", Some(&refusal.description)),
+            ("state", refusal.state.as_deref()),
+        ],
+        &state.sign_in.api_url,
+    )
 }
 
 /// A 400 for the person (HTML) or for a client that asks for JSON.
@@ -129,14 +67,14 @@ fn refused_here(req: &HttpRequest, lang: Lang, error: ApiError) -> HttpResponse 
 
 #[utoipa::path(
     get, path = "/auth/authorize", operation_id = "oauth_authorize", tag = "oauth", summary = "Authorize a client (code flow with PKCE)",
-    description = "Checks the client and its redirect URI (else 400: an HTML page, or JSON for `Accept: application/json`); every other problem goes back to `redirect_uri` as `error`, `error_description` and `state`. Then the person signs in (`provider`, or the method chooser) and the browser returns to `redirect_uri` with `code` (5 minutes, single use) and `state`.",
+    description = "Checks the client and its redirect URI (else 400: an HTML page, or JSON for `Accept: application/json`); every other problem goes back to `redirect_uri` as `error`, `error_description`, `state` and `iss`. Then the person signs in (`provider`, or the method chooser) and, unless they allowed this client, redirect URI and scopes in the database within 30 days, is asked on a consent page; allowed, the browser returns to `redirect_uri` with `code` (5 minutes, single use), `state` and `iss`.",
     params(
         ("client_id" = String, Query, description = "From registration"),
         ("redirect_uri" = String, Query, description = "One of the client's registered URIs"),
         ("response_type" = String, Query, description = "`code`"),
-        ("code_challenge" = String, Query, description = "PKCE: base64url(SHA-256(verifier))"),
+        ("code_challenge" = String, Query, description = "PKCE: base64url(SHA-256(verifier)), 43 characters"),
         ("code_challenge_method" = String, Query, description = "`S256` (`plain` is refused)"),
-        ("state" = Option<String>, Query, description = "Returned as given"),
+        ("state" = Option<String>, Query, description = "Returned as given; at most 1,024 bytes"),
         ("db" = Option<String>, Query, description = "The database the token is for"),
         ("resource" = Option<String>, Query, description = "Instead of `db` (RFC 8707): a URL on this service's host, e.g. the MCP URL `.../api/{db}/mcp`"),
         ("provider" = Option<String>, Query, description = "A sign-in provider; without it the person chooses"),
@@ -153,77 +91,60 @@ pub async fn authorize(
     req: HttpRequest,
     query: web::Query<AuthorizeQuery>,
 ) -> HttpResponse {
-    let query = query.into_inner();
     let now = state.clock.now();
     let lang = Lang::from_query(query.lang.as_deref());
     let client = query
         .client_id
         .as_deref()
-        .and_then(|id| oauth::client(&state.jwt, id, now));
-    let Some(client) = client else {
-        let error = ApiError::new(ErrorCode::InvalidClient, "Unknown or expired client_id");
-        return refused_here(&req, lang, error);
-    };
-    let Some(redirect_uri) = query.redirect_uri.filter(|uri| client.redirect_uris.contains(uri)) else {
-        let error = ApiError::new(
-            ErrorCode::InvalidClient,
-            "redirect_uri is not registered for this client",
-        );
-        return refused_here(&req, lang, error);
-    };
-    let given_state = query.state.as_deref();
-    let back = |error: &str, description: &str| {
-        redirect_to(
-            &redirect_uri,
-            &[
-                ("error", Some(error)),
-                ("error_description", Some(description)),
-                ("state", given_state),
-            ],
-        )
-    };
-    if query.response_type.as_deref() != Some("code") {
-        return back("unsupported_response_type", "response_type must be code");
-    }
-    let Some(code_challenge) = query.code_challenge.filter(|challenge| !challenge.is_empty()) else {
-        return back("invalid_request", "code_challenge is required (PKCE)");
-    };
-    if query.code_challenge_method.as_deref() != Some("S256") {
-        return back("invalid_request", "code_challenge_method must be S256");
-    }
+        .and_then(|id| Some((oauth::client(&state.jwt, id, now)?, digest(id))));
     let hosts = own_hosts(&state);
     let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
-    let db = query.db.clone().or_else(|| {
-        query
-            .resource
-            .as_deref()
-            .and_then(|resource| oauth::resource_database(resource, &hosts))
-    });
-    let Some(db) = db else {
-        return back("invalid_request", "db, or a resource naming a database, is required");
+    let offers = |provider: &str| state.sign_in.offers(provider);
+    let context = AuthorizeContext {
+        client: client.as_ref().map(|(client, digest)| (client, digest.clone())),
+        hosts: &hosts,
+        offers: &offers,
     };
-    match state.known_database(&db).await {
+    let params = AuthorizeParams {
+        redirect_uri: query.redirect_uri.as_deref(),
+        response_type: query.response_type.as_deref(),
+        code_challenge: query.code_challenge.as_deref(),
+        code_challenge_method: query.code_challenge_method.as_deref(),
+        state: query.state.as_deref(),
+        db: query.db.as_deref(),
+        resource: query.resource.as_deref(),
+        provider: query.provider.as_deref(),
+        lang,
+    };
+    let Checked {
+        authorization,
+        provider,
+    } = match check_authorize_request(params, &context) {
+        Ok(checked) => checked,
+        Err(AuthorizeRefusal::ToPerson(error)) => return refused_here(&req, lang, error),
+        Err(AuthorizeRefusal::ToClient(refusal)) => return to_client(&state, refusal),
+    };
+    let unavailable = |error: ApiError| {
+        to_client(
+            &state,
+            ClientRefusal::to(&authorization, "temporarily_unavailable", error.message),
+        )
+    };
+    match state.known_database(&authorization.db).await {
         Ok(true) => {}
-        Ok(false) => return back("invalid_request", "Unknown database"),
-        Err(error) => return back("temporarily_unavailable", &error.message),
+        Ok(false) => {
+            return to_client(
+                &state,
+                ClientRefusal::to(&authorization, "invalid_request", "Unknown database"),
+            );
+        }
+        Err(error) => return unavailable(error),
     }
-    let provider = match query.provider.as_deref() {
-        None => "choose",
-        Some(provider) if PROVIDERS.contains(&provider) && state.sign_in.offers(provider) => provider,
-        Some(_) => return back("invalid_request", "Unknown or unavailable provider"),
-    };
-    let authorization = Authorization {
-        client_id: query.client_id.unwrap_or_default(),
-        redirect_uri: redirect_uri.clone(),
-        code_challenge,
-        state: query.state.clone(),
-        db,
-        resource: query.resource.clone(),
-    };
     let ip = client_ip(&req, &state.trusted_proxies);
+    // a refusal to record (429 for too many pending states) as well
     let next = match state.sign_in.begin_authorization(&authorization, &ip, now).await {
         Ok(next) => next,
-        Err(error) => return back("temporarily_unavailable", &error.message),
+        Err(error) => return unavailable(error),
     };
     let query = serde_urlencoded::to_string([("next", next.as_str()), ("lang", lang.code())]).unwrap_or_default();
     HttpResponse::Found()
@@ -251,12 +172,13 @@ pub struct CompleteQuery {
 
 #[utoipa::path(
     get, path = "/auth/authorize/complete", operation_id = "oauth_authorize_complete", tag = "oauth", summary = "Where the sign-in returns during an authorization",
-    description = "The `next` of the sign-in an authorization began: takes the session token (`key`) from the browser that began it, and sends the browser to the client's `redirect_uri` with `code` and `state`, or with `error=access_denied` when the login is no person in the database.",
+    description = "The `next` of the sign-in an authorization began: takes the session token (`key`) from the browser that began it and shows the consent page (which app, where it sends the person, the database, the access asked; one form that allows, a link that denies). When the person allowed this client, redirect URI and scopes in the database within 30 days, the browser goes straight to `redirect_uri` with `code`, `state` and `iss`. A sign-in that did not complete goes back with `error=access_denied`.",
     params(
         ("request" = String, Query, description = "The authorization, as authorize named it"),
         ("key" = String, Query, description = "The sign-in's session token"),
     ),
     responses(
+        (status = 200, description = "The consent page", content_type = "text/html"),
         (status = 302, description = "To the client's `redirect_uri`"),
         (status = 400, description = "The authorization is unknown, used or expired (an HTML page)"),
     )
@@ -268,38 +190,160 @@ pub async fn complete(state: web::Data<AppState>, req: HttpRequest, query: web::
         Ok(authorization) => authorization,
         Err(error) => return refused_here(&req, Lang::En, error),
     };
+    let lang = Lang::from_query(Some(&authorization.lang));
+    let Ok((login, _)) = state.sign_in.exchange_session(&state.jwt, &query.key, &ip, now).await else {
+        let refusal = ClientRefusal::to(&authorization, "access_denied", "The sign-in did not complete");
+        return to_client(&state, refusal);
+    };
+    match remembered_person(&state, &authorization, &login, now).await {
+        Ok(Some(person)) => return code_to_client(&state, authorization, &login, person, now).await,
+        Ok(None) => {}
+        Err(error) => {
+            let refusal = ClientRefusal::to(&authorization, "temporarily_unavailable", error.message);
+            return to_client(&state, refusal);
+        }
+    }
+    let pending = PendingConsent { authorization, login };
+    let token = match state.sign_in.ask_consent(&pending, &ip, now).await {
+        Ok(token) => token,
+        Err(error) => {
+            let refusal = ClientRefusal::to(&pending.authorization, "temporarily_unavailable", error.message);
+            return to_client(&state, refusal);
+        }
+    };
+    let api_url = &state.sign_in.api_url;
+    let deny_url = format!(
+        "{api_url}/auth/authorize/deny?{}",
+        serde_urlencoded::to_string([("consent", &token)]).unwrap_or_default()
+    );
+    consent_page(&ConsentPage {
+        lang,
+        client_name: pending.authorization.client_name.as_deref(),
+        redirect_uri: &pending.authorization.redirect_uri,
+        db: &pending.authorization.db,
+        allow_url: &format!("{api_url}/auth/authorize/consent"),
+        deny_url: &deny_url,
+        token: &token,
+    })
+}
+
+/// The login's person in the authorization's database, if they allowed
+/// this authorization within 30 days (no person is made here).
+async fn remembered_person(
+    state: &AppState,
+    authorization: &Authorization,
+    login: &Login,
+    now: DateTime<Utc>,
+) -> Result<Option<String>, ApiError> {
+    let mut conn = state.pool.get().await?;
+    let Some(person) = accounts::accounts_of(&mut conn, &login.sub())
+        .await?
+        .remove(&authorization.db)
+    else {
+        return Ok(None);
+    };
+    let remembered = consent::is_remembered(&mut conn, authorization, &person, now).await?;
+    Ok(remembered.then_some(person))
+}
+
+/// Issues the code and sends the browser back to the client with it.
+async fn code_to_client(
+    state: &AppState,
+    authorization: Authorization,
+    login: &Login,
+    person: String,
+    now: DateTime<Utc>,
+) -> HttpResponse {
     let redirect_uri = authorization.redirect_uri.clone();
     let given_state = authorization.state.clone();
-    let back = |pairs: &[(&str, Option<&str>)]| {
-        let mut pairs = pairs.to_vec();
-        pairs.push(("state", given_state.as_deref()));
-        redirect_to(&redirect_uri, &pairs)
+    match state
+        .sign_in
+        .issue_code(authorization.clone(), login, person, now)
+        .await
+    {
+        Ok(code) => authorization_response(
+            &redirect_uri,
+            &[("code", Some(&code)), ("state", given_state.as_deref())],
+            &state.sign_in.api_url,
+        ),
+        Err(error) => to_client(
+            state,
+            ClientRefusal::to(&authorization, "temporarily_unavailable", error.message),
+        ),
+    }
+}
+
+#[utoipa::path(
+    post, path = "/auth/authorize/consent", operation_id = "oauth_consent_allow", tag = "oauth", summary = "Allow the client (the consent page's form)",
+    description = "Uses up the page's single-use token, from the browser it was shown to; makes the person where the database's `add_user` says if the login is none yet, remembers the consent for 30 days, and sends the browser to `redirect_uri` with `code`, `state` and `iss` (or `error=access_denied` when the login is no person in the database).",
+    request_body(content = ConsentForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 302, description = "To the client's `redirect_uri`"),
+        (status = 400, description = "The consent is unknown, used, expired or from another address (an HTML page)"),
+        (status = 403, description = "`cross_site_form`: posted from another site's page", body = ErrorBody),
+    )
+)]
+pub async fn allow(state: web::Data<AppState>, req: HttpRequest, form: web::Form<ConsentForm>) -> HttpResponse {
+    if let Err(cross_site) = super::sign_in::from_own_pages(&state, &req) {
+        return cross_site.error_response();
+    }
+    let ip = client_ip(&req, &state.trusted_proxies);
+    let now = state.clock.now();
+    let lang = Lang::from_query(form.lang.as_deref());
+    let PendingConsent { authorization, login } = match state.sign_in.take_consent(&form.consent, &ip, now).await {
+        Ok(pending) => pending,
+        Err(error) => return refused_here(&req, lang, error),
     };
-    let denied = |description: &str| {
-        back(&[
-            ("error", Some("access_denied")),
-            ("error_description", Some(description)),
-        ])
-    };
-    let Ok((login, _)) = state.sign_in.exchange_session(&state.jwt, &query.key, &ip, now).await else {
-        return denied("The sign-in did not complete");
+    let unavailable = |error: ApiError| {
+        to_client(
+            &state,
+            ClientRefusal::to(&authorization, "temporarily_unavailable", error.message),
+        )
     };
     let person = match person_for(&state, &authorization.db, &login).await {
         Ok(Some(person)) => person,
-        Ok(None) => return denied("This login is no person in the database"),
-        Err(error) => {
-            return back(&[
-                ("error", Some("temporarily_unavailable")),
-                ("error_description", Some(&error.message)),
-            ]);
+        Ok(None) => {
+            let refusal = ClientRefusal::to(
+                &authorization,
+                "access_denied",
+                "This login is no person in the database",
+            );
+            return to_client(&state, refusal);
         }
+        Err(error) => return unavailable(error),
     };
-    match state.sign_in.issue_code(authorization, &login, person, now).await {
-        Ok(code) => back(&[("code", Some(&code))]),
-        Err(error) => back(&[
-            ("error", Some("temporarily_unavailable")),
-            ("error_description", Some(&error.message)),
-        ]),
+    let remembered = match state.pool.get().await {
+        Ok(mut conn) => consent::remember(&mut conn, &authorization, &person, now).await,
+        Err(error) => Err(error.into()),
+    };
+    if let Err(error) = remembered {
+        return unavailable(error);
+    }
+    code_to_client(&state, authorization, &login, person, now).await
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DenyQuery {
+    consent: String,
+}
+
+#[utoipa::path(
+    get, path = "/auth/authorize/deny", operation_id = "oauth_consent_deny", tag = "oauth", summary = "Deny the client (the consent page's link)",
+    description = "Uses up the page's single-use token, from the browser it was shown to, and sends the browser to `redirect_uri` with `error=access_denied`, `state` and `iss`. No person is made and no code issued.",
+    params(("consent" = String, Query, description = "The consent page's token")),
+    responses(
+        (status = 302, description = "To the client's `redirect_uri` with `error=access_denied`"),
+        (status = 400, description = "The consent is unknown, used, expired or from another address (an HTML page)"),
+    )
+)]
+pub async fn deny(state: web::Data<AppState>, req: HttpRequest, query: web::Query<DenyQuery>) -> HttpResponse {
+    let ip = client_ip(&req, &state.trusted_proxies);
+    match state.sign_in.take_consent(&query.consent, &ip, state.clock.now()).await {
+        Ok(pending) => {
+            let refusal = ClientRefusal::to(&pending.authorization, "access_denied", "The person denied access");
+            to_client(&state, refusal)
+        }
+        Err(error) => refused_here(&req, Lang::En, error),
     }
 }
 
@@ -311,55 +355,4 @@ async fn person_for(state: &AppState, db: &str, login: &crate::auth::login::Logi
         return Ok(Some(person));
     }
     accounts::add_user(&state.pool, &state.writers, db, login).await
-}
-
-#[utoipa::path(
-    post, path = "/auth/token", operation_id = "oauth_token", tag = "oauth", summary = "Exchange a code for an access token",
-    description = "Codes are single use (also across processes: the first attempt uses it, right or wrong) and live 5 minutes; the verifier must match the challenge (S256).",
-    request_body(content = TokenForm, content_type = "application/x-www-form-urlencoded"),
-    responses(
-        (status = 200, description = "The access token", body = TokenAnswer),
-        (status = 400, description = "`invalid_request`, `unsupported_grant_type`, `invalid_grant` or `invalid_target`, with `error_description`", body = ErrorBody),
-    )
-)]
-pub async fn token(state: web::Data<AppState>, form: web::Form<TokenForm>) -> HttpResponse {
-    let form = form.into_inner();
-    match form.grant_type.as_deref() {
-        Some("authorization_code") => {}
-        None => return oauth_error(&ApiError::new(ErrorCode::InvalidRequest, "grant_type is required")),
-        Some(_) => {
-            return oauth_error(&ApiError::new(
-                ErrorCode::UnsupportedGrantType,
-                "grant_type must be authorization_code",
-            ));
-        }
-    }
-    let (Some(code), Some(redirect_uri), Some(code_verifier)) = (&form.code, &form.redirect_uri, &form.code_verifier)
-    else {
-        return oauth_error(&ApiError::new(
-            ErrorCode::InvalidRequest,
-            "code, redirect_uri and code_verifier are required",
-        ));
-    };
-    let redemption = Redemption {
-        code,
-        redirect_uri,
-        code_verifier,
-        client_id: form.client_id.as_deref(),
-        resource: form.resource.as_deref(),
-    };
-    match state
-        .sign_in
-        .redeem_code(&state.jwt, redemption, state.clock.now())
-        .await
-    {
-        Ok(access_token) => HttpResponse::Ok()
-            .insert_header(("Cache-Control", "no-store"))
-            .json(TokenAnswer {
-                access_token,
-                token_type: "Bearer",
-                expires_in: ACCESS_TOKEN_SECONDS,
-            }),
-        Err(error) => oauth_error(&error),
-    }
 }

@@ -15,7 +15,9 @@ use super::views::entities::Entity;
 use super::views::responses::error_response;
 use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
 use super::views::writes::{Counter, NewValue};
-use super::{auth, entity, files, health, list, mcp, metrics, new_db, oauth, passkey, property, sign_in, usage};
+use super::{
+    auth, entity, files, health, list, mcp, metrics, new_db, oauth, oauth_client, passkey, property, sign_in, usage,
+};
 use crate::error::{ApiError, ErrorBody};
 
 #[derive(OpenApi)]
@@ -35,11 +37,13 @@ use crate::error::{ApiError, ErrorBody};
         sign_in::choose,
         sign_in::invitation_page,
         sign_in::accept_invitation,
-        oauth::metadata,
-        oauth::register,
+        oauth_client::metadata,
+        oauth_client::register,
         oauth::authorize,
         oauth::complete,
-        oauth::token,
+        oauth::allow,
+        oauth::deny,
+        oauth_client::token,
         passkey::register_page,
         passkey::script,
         passkey::register_options,

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::authorize::digest;
 use super::{SignIn, random_token, state_id};
 use crate::auth::jwt::{Claims, JwtKeys};
 use crate::auth::login::Login;
@@ -26,15 +27,21 @@ const CODE_LIFETIME_SECONDS: i64 = 5 * 60;
 /// Codes are redeemed from anywhere: their state is bound to no address.
 const UNBOUND: &str = "";
 
-/// An authorization the client asked for, checked.
+/// An authorization the client asked for, checked. It keeps digests of the
+/// client id and the resource (both compared only, and unbounded in size).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Authorization {
-    pub client_id: String,
+    pub client_digest: String,
+    pub client_name: Option<String>,
     pub redirect_uri: String,
     pub code_challenge: String,
     pub state: Option<String>,
     pub db: String,
-    pub resource: Option<String>,
+    pub resource_digest: Option<String>,
+    /// The scopes asked, space-separated.
+    pub scope: String,
+    /// The language of the pages the person sees (`en` or `et`).
+    pub lang: String,
 }
 
 /// What a code stands for.
@@ -149,7 +156,7 @@ impl SignIn {
         }
         if redemption
             .client_id
-            .is_some_and(|client| client != authorization.client_id)
+            .is_some_and(|client| digest(client) != authorization.client_digest)
         {
             return Err(invalid_grant("The code was issued to another client"));
         }
@@ -158,7 +165,7 @@ impl SignIn {
         }
         if redemption
             .resource
-            .is_some_and(|resource| Some(resource) != authorization.resource.as_deref())
+            .is_some_and(|resource| Some(digest(resource)) != authorization.resource_digest)
         {
             return Err(ApiError::new(
                 ErrorCode::InvalidTarget,

@@ -13,6 +13,7 @@ use serde_json::{Value as Json, json};
 
 pub mod browser;
 pub mod email_login;
+pub mod oauth;
 pub mod oidc;
 pub mod processes;
 pub mod smtp;

@@ -7,6 +7,7 @@
 //! and `passkey_pages` (with `passkey.js`, the one script they run).
 
 pub mod auth;
+pub mod consent;
 pub mod entities;
 pub mod files;
 pub mod mcp;

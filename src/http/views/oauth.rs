@@ -1,7 +1,9 @@
-//! The OAuth server's bodies: metadata, registration, the token form and
-//! answer, and its JSON errors (the error body plus `error_description`).
+//! The OAuth server's bodies: metadata, registration, the consent and token
+//! forms, the token answer, its JSON errors (the error body plus
+//! `error_description`), and authorization responses (redirects).
 
 use actix_web::HttpResponse;
+use actix_web::http::header;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
@@ -20,6 +22,31 @@ pub fn oauth_error(error: &ApiError) -> HttpResponse {
         }))
 }
 
+/// An authorization response: the browser sent to `redirect_uri` with
+/// `pairs` added to its query, and `iss` (RFC 9207), the issuer as the
+/// metadata names it.
+pub fn authorization_response(redirect_uri: &str, pairs: &[(&str, Option<&str>)], issuer: &str) -> HttpResponse {
+    let location = match url::Url::parse(redirect_uri) {
+        Ok(mut url) => {
+            {
+                let mut query = url.query_pairs_mut();
+                for (name, value) in pairs {
+                    if let Some(value) = value {
+                        query.append_pair(name, value);
+                    }
+                }
+                query.append_pair("iss", issuer);
+            }
+            url.to_string()
+        }
+        Err(_) => redirect_uri.to_owned(), // registered URIs parse: never here
+    };
+    HttpResponse::Found()
+        .insert_header((header::LOCATION, location))
+        .insert_header(("Cache-Control", "no-store"))
+        .finish()
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct ServerMetadata {
     pub issuer: String,
@@ -30,6 +57,8 @@ pub struct ServerMetadata {
     pub grant_types_supported: [&'static str; 1],
     pub code_challenge_methods_supported: [&'static str; 1],
     pub token_endpoint_auth_methods_supported: [&'static str; 1],
+    /// Every authorization response carries `iss` (RFC 9207).
+    pub authorization_response_iss_parameter_supported: bool,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -51,6 +80,15 @@ pub struct Registered {
     pub token_endpoint_auth_method: &'static str,
     pub grant_types: [&'static str; 1],
     pub response_types: [&'static str; 1],
+}
+
+/// The consent page's form: submitted as it is, it allows.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ConsentForm {
+    /// The single-use token the page carries.
+    pub consent: String,
+    /// `en` or `et`, for a page shown if the consent cannot be taken.
+    pub lang: Option<String>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]

@@ -113,6 +113,19 @@ fn page(lang: Lang, title: &str, main: &str) -> HttpResponse {
 
 /// A page; `script` is the (relative) URL of a script of this server's.
 pub fn page_with_script(lang: Lang, title: &str, main: &str, script: Option<&str>) -> HttpResponse {
+    framed(lang, title, main, script, content_security_policy(script.is_some()))
+}
+
+/// A page whose form's answer redirects to `form_target` (a CSP source
+/// expression: an origin or a scheme), which browsers check against
+/// `form-action` too.
+pub(super) fn page_with_form_target(lang: Lang, title: &str, main: &str, form_target: &str) -> HttpResponse {
+    let policy =
+        content_security_policy(false).replacen("form-action 'self'", &format!("form-action 'self' {form_target}"), 1);
+    framed(lang, title, main, None, &policy)
+}
+
+fn framed(lang: Lang, title: &str, main: &str, script: Option<&str>, policy: &str) -> HttpResponse {
     let script = script
         .map(|src| format!("<script src=\"{}\"></script>", escape(src)))
         .unwrap_or_default();
@@ -126,7 +139,7 @@ pub fn page_with_script(lang: Lang, title: &str, main: &str, script: Option<&str
     );
     HttpResponse::Ok()
         .content_type("text/html; charset=utf-8")
-        .insert_header(("Content-Security-Policy", content_security_policy(!script.is_empty())))
+        .insert_header(("Content-Security-Policy", policy))
         .insert_header(("X-Frame-Options", "DENY"))
         // not `no-referrer`: under it browsers post the forms with `Origin:
         // null`, which the cross-site check must refuse
