@@ -4,6 +4,8 @@
 //! token.
 
 mod common;
+#[path = "oauth/credentials.rs"]
+mod credentials;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -133,6 +133,17 @@ impl Caller {
                 .ok_or_else(|| ApiError::forbidden("The token gives no access to this database")),
         }
     }
+
+    /// 403 for a token the OAuth server issued: a credential it added (an
+    /// API key, a login, a passkey) would outlive the token and its grant.
+    pub fn refuse_oauth_credentials(&self) -> Result<(), ApiError> {
+        if self.claims.as_ref().is_some_and(Claims::issued_by_oauth) {
+            return Err(ApiError::forbidden(
+                "OAuth tokens cannot add credentials (API keys, logins, passkeys)",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl FromRequest for Caller {

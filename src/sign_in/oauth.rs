@@ -166,6 +166,7 @@ impl SignIn {
             ));
         }
         let accounts = BTreeMap::from([(authorization.db.clone(), granted.person)]);
-        jwt.sign(&Claims::access(granted.sub, accounts, None, now))
+        let client_id = &granted.authorization.client_id;
+        jwt.sign(&Claims::for_oauth_client(granted.sub, accounts, client_id, now))
     }
 }

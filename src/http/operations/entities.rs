@@ -6,8 +6,8 @@ use crate::error::ApiError;
 use crate::http::views::entities::{EntityRead, History};
 use crate::http::views::writes::Written;
 use crate::http::{AppState, Caller};
-use crate::model::LOGIN_PROPERTY;
-use crate::model::value::parse_body;
+use crate::model::value::{ValueInput, parse_body};
+use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
 use crate::query::DEFAULT_LIMIT;
 use crate::rights::ViewLevel;
 use crate::view::{self, access};
@@ -36,6 +36,7 @@ pub async fn create(
 ) -> Result<Written, ApiError> {
     let values = parse_body(body)?;
     validate::check_size(&values, state.max_values_per_write)?;
+    refuse_oauth_credentials(caller, &values)?;
     let outcome = state
         .write_as(caller, db, WriteOp::CreateEntity { values }, retry)
         .await?;
@@ -55,6 +56,7 @@ pub async fn add_values(
 ) -> Result<Written, ApiError> {
     let values = parse_body(body)?;
     validate::check_size(&values, state.max_values_per_write)?;
+    refuse_oauth_credentials(caller, &values)?;
     let outcome = state
         .write_as(caller, db, WriteOp::AddValues { entity_id, values }, retry)
         .await?;
@@ -83,6 +85,17 @@ async fn mail_invitations(state: &AppState, caller: &Caller, db: &str, outcome: 
         }
     }
     mailed
+}
+
+/// 403 when a token of the OAuth server writes a credential: an API key or a login.
+fn refuse_oauth_credentials(caller: &Caller, values: &[ValueInput]) -> Result<(), ApiError> {
+    if values
+        .iter()
+        .any(|value| value.prop == API_KEY_PROPERTY || value.prop == LOGIN_PROPERTY)
+    {
+        caller.refuse_oauth_credentials()?;
+    }
+    Ok(())
 }
 
 /// The answer to values written: what the write stored, file values signed.
