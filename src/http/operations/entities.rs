@@ -3,6 +3,7 @@
 
 use crate::db::values::{self};
 use crate::error::ApiError;
+use crate::http::operations::uploads;
 use crate::http::views::entities::{EntityRead, History};
 use crate::http::views::writes::Written;
 use crate::http::{AppState, Caller};
@@ -40,7 +41,7 @@ pub async fn create(
     let outcome = state
         .write_as(caller, db, WriteOp::CreateEntity { values }, retry)
         .await?;
-    written(state, db, outcome).await
+    written(state, caller, db, outcome).await
 }
 
 /// Adds (or, by `_id`, overwrites) the values in `body` on entity `entity_id`,
@@ -61,7 +62,7 @@ pub async fn add_values(
         .write_as(caller, db, WriteOp::AddValues { entity_id, values }, retry)
         .await?;
     mail_invitations(state, caller, db, &outcome).await?;
-    written(state, db, outcome).await
+    written(state, caller, db, outcome).await
 }
 
 /// Mails the invitations a write stored on an existing entity. When a mail
@@ -98,10 +99,15 @@ fn refuse_oauth_credentials(caller: &Caller, values: &[ValueInput]) -> Result<()
     Ok(())
 }
 
-/// The answer to values written: what the write stored, file values signed.
-async fn written(state: &AppState, db: &str, outcome: WriteOutcome) -> Result<Written, ApiError> {
+/// The answer to values written: what the write stored, file values signed
+/// (on a repeat, only those whose upload is still open to the caller).
+async fn written(state: &AppState, caller: &Caller, db: &str, outcome: WriteOutcome) -> Result<Written, ApiError> {
+    let repeat = matches!(outcome, WriteOutcome::Replayed(_));
     match outcome.first() {
-        WriteOutcome::Written { entity_id, values } => Written::signed(&state.files, db, entity_id, &values).await,
+        WriteOutcome::Written { entity_id, values } => {
+            let to_sign = uploads::signed_values(state, caller, db, &entity_id, &values, repeat).await?;
+            Written::signed(&state.files, db, entity_id, &values, &to_sign).await
+        }
         _ => Err(ApiError::internal("write", "a value write answered another outcome")),
     }
 }

@@ -6,4 +6,5 @@
 pub mod entities;
 pub mod list;
 pub mod types;
+pub mod uploads;
 pub mod values;
