@@ -66,7 +66,7 @@ pub async fn create(
 /// `POST /api/{db}/entity/{_id}`: adds (or overwrites) values → `{"_id","properties"}`.
 #[utoipa::path(
     post, path = "/api/{db}/entity/{id}", operation_id = "add_values", tag = "entities", summary = "Add or overwrite values",
-    description = "Each value is added next to the existing ones; a value with `_id` overwrites that value (soft-deleted, the new one gets a new id). `_sharing` and `_inheritrights` hold one value: a new one replaces the live one, and a write holds at most one of each. Overwriting `_parent` needs `_expander` on the old parent too. File values come back with `upload`.",
+    description = "Each value is added next to the existing ones; a `string` written to `service_user` is an invitation mailed to the entity's `email` (counted against the mail limits, and at most one per entity per `limits.invitation_cooldown_seconds`); a value with `_id` overwrites that value (soft-deleted, the new one gets a new id). `_sharing` and `_inheritrights` hold one value: a new one replaces the live one, and a write holds at most one of each. Overwriting `_parent` needs `_expander` on the old parent too. File values come back with `upload`.",
     security(("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3"), RetryHeader),
     request_body(content = WriteBody, description = "An array of values (or one value alone)", example = write_body_example),
@@ -78,6 +78,8 @@ pub async fn create(
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = ErrorBody),
         (status = 413, response = inline(TooManyValues)),
         (status = 422, response = inline(KeyReused)),
+        (status = 429, description = "An invitation over the mail limits (per recipient, per client address) or within the entity's invitation cooldown: nothing written", body = ErrorBody,
+         headers(("Retry-After" = u64, description = "Seconds until it would pass"))),
         (status = 503, description = "Too many writes waiting, the database busy, or (`mail_unavailable`) an invitation's mail not taken by the mail server: the invitation is deleted again", body = ErrorBody),
     )
 )]

@@ -61,6 +61,8 @@ pub struct AppState {
     pub sign_in: crate::sign_in::SignIn,
     /// Databases one login may create a day (`limits.new_databases_per_day`).
     pub new_databases_per_day: u32,
+    /// The rate limits; the handlers that send mail charge them too.
+    pub limits: web::Data<middleware::limits::RateLimits>,
 }
 
 impl AppState {
@@ -115,6 +117,8 @@ impl AppState {
 /// A token that is present but unacceptable fails the request with 401.
 pub struct Caller {
     pub claims: Option<Claims>,
+    /// The client address the request came from.
+    pub ip: String,
 }
 
 impl Caller {
@@ -158,11 +162,11 @@ impl FromRequest for Caller {
 
 /// The caller of `req`: the token checked, then its login (see [`auth::LoginChecks`]).
 async fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
-    let Some(token) = bearer(req) else {
-        return Ok(Caller { claims: None });
-    };
     let state = state(req)?;
     let ip = client_ip(req, &state.trusted_proxies);
+    let Some(token) = bearer(req) else {
+        return Ok(Caller { claims: None, ip });
+    };
     let claims = state
         .jwt
         .verify_access(token, &ip, state.clock.now())
@@ -174,7 +178,10 @@ async fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
         .logins
         .live_claims(&state.pool, state.clock.now(), claims, "request")
         .await?;
-    Ok(Caller { claims: Some(claims) })
+    Ok(Caller {
+        claims: Some(claims),
+        ip,
+    })
 }
 
 fn state(req: &HttpRequest) -> Result<&AppState, ApiError> {

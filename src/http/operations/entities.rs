@@ -3,7 +3,7 @@
 
 use crate::db::values::{self};
 use crate::error::ApiError;
-use crate::http::operations::uploads;
+use crate::http::operations::{invitations, uploads};
 use crate::http::views::entities::{EntityRead, History};
 use crate::http::views::writes::Written;
 use crate::http::{AppState, Caller};
@@ -58,34 +58,19 @@ pub async fn add_values(
     let values = parse_body(body)?;
     validate::check_size(&values, state.max_values_per_write)?;
     refuse_oauth_credentials(caller, &values)?;
-    let outcome = state
-        .write_as(caller, db, WriteOp::AddValues { entity_id, values }, retry)
-        .await?;
-    mail_invitations(state, caller, db, &outcome).await?;
-    written(state, caller, db, outcome).await
-}
-
-/// Mails the invitations a write stored on an existing entity. When a mail
-/// cannot be sent, its invitation is deleted again: no invitation stays
-/// pending that nobody was told of.
-async fn mail_invitations(state: &AppState, caller: &Caller, db: &str, outcome: &WriteOutcome) -> Result<(), ApiError> {
-    let mut conn = state.pool.get().await?;
-    let mailed = state
-        .sign_in
-        .mail_invitations(&mut conn, &state.jwt, db, outcome, state.clock.now())
-        .await;
-    drop(conn);
-    if mailed.is_err()
-        && let WriteOutcome::Written { values, .. } = outcome
-    {
-        for value in values.iter().filter(|value| value.row.prop == LOGIN_PROPERTY) {
-            let op = WriteOp::DeleteValue {
-                value_id: value.row.id.clone(),
-            };
-            state.write_as(caller, db, op, None).await?;
+    let charged = invitations::charge(state, caller, db, &entity_id, &values, retry.as_ref()).await?;
+    let op = WriteOp::AddValues { entity_id, values };
+    let outcome = match state.write_as(caller, db, op, retry).await {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            if let Some(charged) = charged {
+                state.limits.refund(charged);
+            }
+            return Err(error);
         }
-    }
-    mailed
+    };
+    invitations::mail(state, caller, db, &outcome, charged).await?;
+    written(state, caller, db, outcome).await
 }
 
 /// 403 when a token of the OAuth server writes a credential: an API key or a login.
