@@ -141,6 +141,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         known_databases: Default::default(),
         sign_in,
         new_databases_per_day: settings.limits.new_databases_per_day,
+        limits: web::Data::new(limits::RateLimits::from_settings(&settings.limits)),
     }))
 }
 
@@ -148,7 +149,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
 pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpListener) -> std::io::Result<Server> {
     // Buffered bodies are the JSON writes and the sign-in forms; the storage upload streams under its own limit.
     let json_body_limit = settings.http.json_body_limit_bytes;
-    let limits = web::Data::new(limits::RateLimits::from_settings(&settings.limits));
+    let limits = state.limits.clone();
     let metrics_token = web::Data::new(http::metrics::MetricsToken(settings.metrics.token.clone()));
     let flushed = state.clone();
     let mut server = HttpServer::new(move || {

@@ -225,6 +225,8 @@ pub struct LimitSettings {
     pub mails_per_hour_per_recipient: u32,
     pub mails_per_hour_per_address: u32,
     pub new_databases_per_day: u32,
+    /// Seconds between two invitation mails for one entity; 0 means no wait.
+    pub invitation_cooldown_seconds: u64,
     pub pending_sign_ins_per_address: u32,
 }
 

@@ -204,6 +204,8 @@ pub struct ErrorBody<'a> {
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: Cow<'static, str>,
+    /// Seconds a refused client should wait, answered as `Retry-After`.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -211,6 +213,20 @@ impl ApiError {
         ApiError {
             code,
             message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// 429 `rate_limited`: over a limit for `wait` more, told in whole
+    /// seconds rounded up (a client that waits that long gets through).
+    pub fn rate_limited(wait: std::time::Duration) -> Self {
+        let seconds = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+        ApiError {
+            retry_after: Some(seconds),
+            ..Self::new(
+                ErrorCode::RateLimited,
+                format!("Too many requests; retry in {seconds} s"),
+            )
         }
     }
 
@@ -298,9 +314,8 @@ impl ResponseError for ApiError {
         if status == StatusCode::SERVICE_UNAVAILABLE {
             response.insert_header(("Retry-After", "5"));
         }
-        // A limit that knows its own wait (the rate limiter) sets it over this.
-        if status == StatusCode::TOO_MANY_REQUESTS {
-            response.insert_header(("Retry-After", "60"));
+        if let Some(seconds) = self.retry_after {
+            response.insert_header(("Retry-After", seconds));
         }
         response.json(self.body())
     }

@@ -17,7 +17,7 @@ const TEST_MODULE: &str = "\n#[cfg(test)]\nmod tests {";
 const ENTRY_POINTS: [&str; 2] = ["app", "main"];
 
 /// Modules of `src/http/` that handlers may use; every other one is a handler.
-const HTTP_SHARED: [&str; 4] = ["middleware", "operations", "retry", "views"];
+const HTTP_SHARED: [&str; 5] = ["forms", "middleware", "operations", "retry", "views"];
 
 struct Source {
     /// Module path without `crate`, e.g. `["http", "entity"]`.

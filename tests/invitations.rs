@@ -3,6 +3,8 @@
 //! login presenting it is linked to the invited person.
 
 mod common;
+#[path = "invitations/limits.rs"]
+mod limits;
 
 use chrono::Duration;
 use common::TestApp;

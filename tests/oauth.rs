@@ -4,6 +4,8 @@
 //! token.
 
 mod common;
+#[path = "oauth/credentials.rs"]
+mod credentials;
 
 use chrono::Duration;
 use common::TestApp;

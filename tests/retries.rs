@@ -3,6 +3,8 @@
 //! answers the first answer (CONTRACT.md, "Retries").
 
 mod common;
+#[path = "retries/uploads.rs"]
+mod uploads;
 
 use common::TestApp;
 use eds::write::{IdempotencyKey, WriteOp, WriteRequest};

@@ -73,10 +73,14 @@ impl Handler<Issue> for Sessions {
             if sign_in::issue(&mut conn, &issued, max_pending).await? {
                 Ok(())
             } else {
-                Err(ApiError::new(
-                    ErrorCode::RateLimited,
-                    "Too many sign-ins are pending from this address; retry later",
-                ))
+                // the oldest of them expires within minutes
+                Err(ApiError {
+                    retry_after: Some(60),
+                    ..ApiError::new(
+                        ErrorCode::RateLimited,
+                        "Too many sign-ins are pending from this address; retry later",
+                    )
+                })
             }
         })
     }

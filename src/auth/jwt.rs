@@ -10,6 +10,8 @@
 //! - `email`, `name`: what the identity provider said of the person, carried
 //!   from the session token into the access token (a new database's owner).
 //! - `invite`: on a session token, the invitation the sign-in began with.
+//! - `oauth_client`: on a token the OAuth server issued, the SHA-256 (hex)
+//!   of the client id it was issued to (client ids can be kilobytes long).
 //!
 //! Kinds (`use`): `access` (the API), `session` (a provider login, 5 minutes,
 //! single use, bound to the browser's address, exchanged at `GET /api/auth`),
@@ -61,6 +63,9 @@ pub struct Claims {
     /// On a passkey login's tokens: its credential, stored where the login is linked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passkey: Option<StoredPasskey>,
+    /// On a token the OAuth server issued: the SHA-256 (hex) of its client's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth_client: Option<String>,
 }
 
 impl Claims {
@@ -80,7 +85,29 @@ impl Claims {
             name: None,
             invite: None,
             passkey: None,
+            oauth_client: None,
         }
+    }
+
+    /// An access token the OAuth server issues to client `client_id`: bound
+    /// to no address (the client's server may use it).
+    pub fn for_oauth_client(
+        sub: String,
+        accounts: BTreeMap<String, String>,
+        client_digest: &str,
+        now: DateTime<Utc>,
+    ) -> Claims {
+        Claims {
+            oauth_client: Some(client_digest.to_owned()),
+            ..Claims::access(sub, accounts, None, now)
+        }
+    }
+
+    /// Whether the OAuth server issued the token. Sign-ins and key exchanges
+    /// always bind theirs to an address, so an unbound token from before
+    /// `oauth_client` was carried counts as one too.
+    pub fn issued_by_oauth(&self) -> bool {
+        self.oauth_client.is_some() || self.ip.is_none()
     }
 
     /// A session token for the login `sub`, bound to `ip`, with the id `jti`
@@ -461,6 +488,26 @@ mod tests {
         assert_eq!(verified.login(), Some(login));
         let key_token = Claims::access("api_key:demo:v1".into(), BTreeMap::new(), None, now);
         assert_eq!(key_token.login(), None, "an API key's token names no login");
+    }
+
+    #[test]
+    fn a_token_of_the_oauth_server_names_its_client_and_is_told_apart() {
+        let now = Utc::now();
+        let accounts = BTreeMap::from([("db".to_owned(), "p".to_owned())]);
+        let oauth = Claims::for_oauth_client("login:e-mail:a@example.com".into(), accounts, "c1-digest", now);
+        let keys = keys();
+        let verified = keys
+            .verify_access(&keys.sign(&oauth).unwrap(), "127.0.0.9", now)
+            .unwrap();
+        assert_eq!(verified.oauth_client, Some(hex::encode(Sha256::digest(b"c1"))));
+        assert!(verified.issued_by_oauth());
+        assert!(
+            !claims(now).issued_by_oauth(),
+            "a sign-in's token is bound to its address"
+        );
+        let mut before_the_claim = claims(now);
+        before_the_claim.ip = None;
+        assert!(before_the_claim.issued_by_oauth());
     }
 
     #[test]

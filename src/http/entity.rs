@@ -45,7 +45,7 @@ pub async fn read(
         (status = 201, description = "The new entity's id and its values", body = Written, example = written_example),
         (status = 400, description = "Malformed body, no `_type`, a bad language code, an `_id` that is not a live value of this property, or a malformed `Idempotency-Key`", body = ErrorBody),
         (status = 401, response = inline(TokenRequired)),
-        (status = 403, description = "The token is for other databases only, or no `_expander` on `_parent`", body = ErrorBody),
+        (status = 403, description = "The token is for other databases only, no `_expander` on `_parent`, or a token the OAuth server issued writing `service_api_key` or `service_user`", body = ErrorBody),
         (status = 404, description = "No such database", body = ErrorBody),
         (status = 413, response = inline(TooManyValues)),
         (status = 422, response = inline(KeyReused)),
@@ -66,7 +66,7 @@ pub async fn create(
 /// `POST /api/{db}/entity/{_id}`: adds (or overwrites) values → `{"_id","properties"}`.
 #[utoipa::path(
     post, path = "/api/{db}/entity/{id}", operation_id = "add_values", tag = "entities", summary = "Add or overwrite values",
-    description = "Each value is added next to the existing ones; a value with `_id` overwrites that value (soft-deleted, the new one gets a new id). `_sharing` and `_inheritrights` hold one value: a new one replaces the live one, and a write holds at most one of each. Overwriting `_parent` needs `_expander` on the old parent too. File values come back with `upload`.",
+    description = "Each value is added next to the existing ones; a `string` written to `service_user` is an invitation mailed to the entity's `email` (counted against the mail limits, and at most one per entity per `limits.invitation_cooldown_seconds`); a value with `_id` overwrites that value (soft-deleted, the new one gets a new id). `_sharing` and `_inheritrights` hold one value: a new one replaces the live one, and a write holds at most one of each. Overwriting `_parent` needs `_expander` on the old parent too. File values come back with `upload`.",
     security(("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo"), ("id" = String, Path, description = "Entity id (24 lowercase hex characters)", example = "6571f3a4c2b9e8d7f6a5b4c3"), RetryHeader),
     request_body(content = WriteBody, description = "An array of values (or one value alone)", example = write_body_example),
@@ -74,10 +74,12 @@ pub async fn create(
         (status = 200, description = "The entity's id and the values written", body = Written, example = written_example),
         (status = 400, description = "Malformed body, a bad language code, `No email` (a `service_user` invitation on an entity without `email`), an `_id` that is not a live value of this property, or a malformed `Idempotency-Key`", body = ErrorBody),
         (status = 401, response = inline(TokenRequired)),
-        (status = 403, description = "The caller sees the entity but lacks the right", body = ErrorBody),
+        (status = 403, description = "The caller sees the entity but lacks the right, or a token the OAuth server issued writes `service_api_key` or `service_user`", body = ErrorBody),
         (status = 404, description = "No such database, or the entity is missing or not visible to the caller", body = ErrorBody),
         (status = 413, response = inline(TooManyValues)),
         (status = 422, response = inline(KeyReused)),
+        (status = 429, description = "An invitation over the mail limits (per recipient, per client address) or within the entity's invitation cooldown: nothing written", body = ErrorBody,
+         headers(("Retry-After" = u64, description = "Seconds until it would pass"))),
         (status = 503, description = "Too many writes waiting, the database busy, or (`mail_unavailable`) an invitation's mail not taken by the mail server: the invitation is deleted again", body = ErrorBody),
     )
 )]

@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod entity;
 pub mod files;
+pub mod forms;
 pub mod health;
 pub mod list;
 pub mod mcp;
@@ -62,6 +63,8 @@ pub struct AppState {
     pub sign_in: crate::sign_in::SignIn,
     /// Databases one login may create a day (`limits.new_databases_per_day`).
     pub new_databases_per_day: u32,
+    /// The rate limits; the handlers that send mail charge them too.
+    pub limits: web::Data<middleware::limits::RateLimits>,
 }
 
 impl AppState {
@@ -116,6 +119,8 @@ impl AppState {
 /// A token that is present but unacceptable fails the request with 401.
 pub struct Caller {
     pub claims: Option<Claims>,
+    /// The client address the request came from.
+    pub ip: String,
 }
 
 impl Caller {
@@ -134,6 +139,17 @@ impl Caller {
                 .ok_or_else(|| ApiError::forbidden("The token gives no access to this database")),
         }
     }
+
+    /// 403 for a token the OAuth server issued: a credential it added (an
+    /// API key, a login, a passkey) would outlive the token and its grant.
+    pub fn refuse_oauth_credentials(&self) -> Result<(), ApiError> {
+        if self.claims.as_ref().is_some_and(Claims::issued_by_oauth) {
+            return Err(ApiError::forbidden(
+                "OAuth tokens cannot add credentials (API keys, logins, passkeys)",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl FromRequest for Caller {
@@ -148,11 +164,11 @@ impl FromRequest for Caller {
 
 /// The caller of `req`: the token checked, then its login (see [`auth::LoginChecks`]).
 async fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
-    let Some(token) = bearer(req) else {
-        return Ok(Caller { claims: None });
-    };
     let state = state(req)?;
     let ip = client_ip(req, &state.trusted_proxies);
+    let Some(token) = bearer(req) else {
+        return Ok(Caller { claims: None, ip });
+    };
     let claims = state
         .jwt
         .verify_access(token, &ip, state.clock.now())
@@ -164,7 +180,10 @@ async fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
         .logins
         .live_claims(&state.pool, state.clock.now(), claims, "request")
         .await?;
-    Ok(Caller { claims: Some(claims) })
+    Ok(Caller {
+        claims: Some(claims),
+        ip,
+    })
 }
 
 fn state(req: &HttpRequest) -> Result<&AppState, ApiError> {

@@ -10,6 +10,7 @@ use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
+use super::forms::FormOrigin;
 use super::views::consent::{ConsentPage, consent_page};
 use super::views::oauth::{ConsentForm, authorization_response, oauth_error};
 use super::views::pages;
@@ -283,8 +284,13 @@ async fn code_to_client(
         (status = 403, description = "`cross_site_form`: posted from another site's page", body = ErrorBody),
     )
 )]
-pub async fn allow(state: web::Data<AppState>, req: HttpRequest, form: web::Form<ConsentForm>) -> HttpResponse {
-    if let Err(cross_site) = super::sign_in::from_own_pages(&state, &req) {
+pub async fn allow(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    origin: FormOrigin,
+    form: web::Form<ConsentForm>,
+) -> HttpResponse {
+    if let Err(cross_site) = origin.require_own_pages() {
         return cross_site.error_response();
     }
     let ip = client_ip(&req, &state.trusted_proxies);

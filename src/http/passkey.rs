@@ -162,14 +162,18 @@ fn begun(begun: Begun) -> HttpResponse {
     responses(
         (status = 200, description = "The ceremony and the options for `navigator.credentials.create`", body = CeremonyBegun),
         (status = 400, description = "`next` is not an https URL, or a malformed body", body = ErrorBody),
+        (status = 401, response = inline(InvalidToken)),
+        (status = 403, description = "A token the OAuth server issued: it cannot add credentials", body = ErrorBody),
         (status = 503, description = "Passkeys are not configured on this server", body = ErrorBody),
     )
 )]
 pub async fn register_options(
     state: web::Data<AppState>,
     req: HttpRequest,
+    caller: Caller,
     body: web::Json<CeremonyAsked>,
 ) -> Result<HttpResponse, ApiError> {
+    caller.refuse_oauth_credentials()?;
     let asked = asked(&state, &req, body.into_inner())?;
     Ok(begun(
         state
@@ -187,7 +191,7 @@ pub async fn register_options(
         (status = 200, description = "Signed in", body = PasskeySignedIn),
         (status = 400, description = "Unknown, used or expired ceremony, or a credential that does not verify (`invalid_sign_in`)", body = ErrorBody),
         (status = 401, response = inline(InvalidToken)),
-        (status = 403, description = "`db` is given, but the token is not for a person there", body = ErrorBody),
+        (status = 403, description = "`db` is given, but the token is not for a person there; or a token the OAuth server issued, which cannot add credentials", body = ErrorBody),
         (status = 503, description = "Passkeys are not configured on this server", body = ErrorBody),
     )
 )]
@@ -197,6 +201,7 @@ pub async fn register_finish(
     caller: Caller,
     body: web::Json<CeremonyAnswer>,
 ) -> Result<HttpResponse, ApiError> {
+    caller.refuse_oauth_credentials()?;
     offered(&state)?;
     let body = body.into_inner();
     let owner = match &body.db {
@@ -271,7 +276,7 @@ async fn signed_in(state: &AppState, done: Completed, ip: &str) -> Result<HttpRe
             .insert_header(("Cache-Control", "no-store"))
             .json(PasskeySignedIn {
                 key: None,
-                location: Some(super::sign_in::confirmation_url(state, &held)),
+                location: Some(state.sign_in.confirmation_url(&held)),
             }));
     }
     let key = state

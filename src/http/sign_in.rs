@@ -6,6 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::forms::FormOrigin;
 use super::middleware::limits::RateLimits;
 use super::views::pages;
 use super::views::passkey_pages::{self, Carried};
@@ -13,7 +14,6 @@ use super::{AppState, client_ip};
 use crate::auth::login::{EMAIL_PROVIDER, PASSKEY_PROVIDER, PROVIDERS};
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::mail;
-use crate::sign_in::confirm_invite::Held;
 use crate::sign_in::email::LinkAsked;
 use crate::sign_in::oidc::Returned;
 use crate::sign_in::{Completed, Lang, check_invite};
@@ -168,6 +168,7 @@ pub async fn send_link(
     limits: web::Data<RateLimits>,
     req: HttpRequest,
     provider: web::Path<String>,
+    origin: FormOrigin,
     form: web::Form<SignInForm>,
 ) -> Result<HttpResponse, ApiError> {
     provider_checked(&state, &provider)?;
@@ -192,7 +193,7 @@ pub async fn send_link(
             .await?;
         return signed_in(&state, done, &ip).await;
     }
-    from_own_pages(&state, &req)?;
+    origin.require_own_pages()?;
     let next = form
         .next
         .as_deref()
@@ -251,15 +252,6 @@ pub async fn choose(state: web::Data<AppState>, query: web::Query<ChooserQuery>)
     Ok(pages::chooser(lang, &offered, next, query.invite.as_deref()))
 }
 
-/// 403 `cross_site_form` unless a form post comes from this service's own
-/// pages (or from no browser).
-pub(super) fn from_own_pages(state: &AppState, req: &HttpRequest) -> Result<(), ApiError> {
-    let header = |name: &str| req.headers().get(name).and_then(|value| value.to_str().ok());
-    state
-        .sign_in
-        .check_form_origin(header("Origin"), header("Sec-Fetch-Site"))
-}
-
 /// The end of every provider's flow: a sign-in carrying an invitation goes
 /// to the invitation's confirmation first; any other gets its session token.
 async fn signed_in(state: &AppState, done: Completed, ip: &str) -> Result<HttpResponse, ApiError> {
@@ -269,17 +261,11 @@ async fn signed_in(state: &AppState, done: Completed, ip: &str) -> Result<HttpRe
         .await?
     {
         Some(held) => Ok(HttpResponse::Found()
-            .insert_header(("Location", confirmation_url(state, &held)))
+            .insert_header(("Location", state.sign_in.confirmation_url(&held)))
             .insert_header(("Cache-Control", "no-store"))
             .finish()),
         None => hand_over(state, done, ip).await,
     }
-}
-
-/// The page confirming the invitation of a held sign-in.
-pub(super) fn confirmation_url(state: &AppState, held: &Held) -> String {
-    let query = serde_urlencoded::to_string([("confirmation", held.token.as_str())]).unwrap_or_default();
-    format!("{}/api/auth/invitation?{query}", state.sign_in.public_url)
 }
 
 /// A session token for `done`'s login (carrying its invitation, if any),
@@ -347,9 +333,10 @@ pub async fn invitation_page(
 pub async fn accept_invitation(
     state: web::Data<AppState>,
     req: HttpRequest,
+    origin: FormOrigin,
     form: web::Form<ConfirmationQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    from_own_pages(&state, &req)?;
+    origin.require_own_pages()?;
     let ip = client_ip(&req, &state.trusted_proxies);
     let done = state
         .sign_in

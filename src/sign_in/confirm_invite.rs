@@ -78,6 +78,12 @@ impl SignIn {
         Ok(Some(Held { token, db }))
     }
 
+    /// The page confirming the invitation of `held`.
+    pub fn confirmation_url(&self, held: &Held) -> String {
+        let query = serde_urlencoded::to_string([("confirmation", held.token.as_str())]).unwrap_or_default();
+        format!("{}/api/auth/invitation?{query}", self.public_url)
+    }
+
     /// The database the held sign-in `token`'s invitation is to, without
     /// using it: 400 `invalid_sign_in` when it is unknown, used, expired or
     /// from another address.

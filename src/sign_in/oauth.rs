@@ -173,6 +173,7 @@ impl SignIn {
             ));
         }
         let accounts = BTreeMap::from([(authorization.db.clone(), granted.person)]);
-        jwt.sign(&Claims::access(granted.sub, accounts, None, now))
+        let client = &granted.authorization.client_digest;
+        jwt.sign(&Claims::for_oauth_client(granted.sub, accounts, client, now))
     }
 }

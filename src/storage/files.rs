@@ -71,6 +71,12 @@ impl FileService {
         Ok(Some(SignedUpload { url, upload }))
     }
 
+    /// Whether the content of file value `value` is stored.
+    pub async fn is_stored(&self, db: &str, value: &ValueRow) -> Result<bool, ApiError> {
+        let key = ObjectKey::file(db, &value.entity_id, &value.id).ok_or_else(|| invalid_key(db))?;
+        Ok(self.store.exists(&key).await?)
+    }
+
     /// A fresh download URL of a file value; `None` for other values.
     pub async fn download_url(&self, db: &str, value: &ValueRow) -> Result<Option<String>, ApiError> {
         let Some(filename) = &value.filename else {

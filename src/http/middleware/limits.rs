@@ -2,7 +2,8 @@
 //! `requests` bucket, and routes that exchange credentials or sign in also
 //! from the stricter `auth` bucket. Over a limit → 429 with `Retry-After`.
 //! Mails are limited per recipient and per client address, by the handlers
-//! that send them ([`RateLimits::refuse_mail`]).
+//! that send them ([`RateLimits::refuse_mail`]); invitation mails also per
+//! entity ([`RateLimits::charge_invitation`]).
 //!
 //! Each bucket is a GCRA (the arithmetic of a token bucket with one timestamp
 //! per key): N requests a minute may come in one burst, then one every
@@ -16,14 +17,14 @@ use std::time::{Duration, Instant};
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::{Method, header};
+use actix_web::http::Method;
 use actix_web::middleware::Next;
 use actix_web::{ResponseError, web};
 use dashmap::DashMap;
 
 use crate::auth::login::normalized_email;
 use crate::config::LimitSettings;
-use crate::error::{ApiError, ErrorCode};
+use crate::error::ApiError;
 use crate::http::{AppState, client_ip};
 use crate::metrics;
 
@@ -45,6 +46,8 @@ pub enum Bucket {
     MailRecipient,
     /// Mails one client address has sent.
     MailSender,
+    /// Invitation mails for one entity (`limits.invitation_cooldown_seconds`).
+    InvitationCooldown,
 }
 
 impl Bucket {
@@ -54,6 +57,7 @@ impl Bucket {
             Bucket::Auth => "auth",
             Bucket::MailRecipient => "mail_recipient",
             Bucket::MailSender => "mail_sender",
+            Bucket::InvitationCooldown => "invitation_cooldown",
         }
     }
 }
@@ -76,7 +80,12 @@ pub struct RateLimits {
     auth: Option<Limiter>,
     mail_recipient: Option<Limiter>,
     mail_sender: Option<Limiter>,
+    invitation_cooldown: Option<Limiter>,
 }
+
+/// What an invitation mail was charged, to give back when it is not sent.
+#[must_use]
+pub struct Charged(Vec<(Bucket, String)>);
 
 impl RateLimits {
     pub fn from_settings(settings: &LimitSettings) -> RateLimits {
@@ -88,21 +97,62 @@ impl RateLimits {
             auth: per(settings.auth_per_minute, 60),
             mail_recipient: per(settings.mails_per_hour_per_recipient, 3600),
             mail_sender: per(settings.mails_per_hour_per_address, 3600),
+            invitation_cooldown: match settings.invitation_cooldown_seconds {
+                0 => None,
+                seconds => per(1, seconds),
+            },
         }
     }
 
     /// Charges one request of `key` to `bucket`; `Err(wait)` when over the
     /// limit, `wait` being how long until the next one would pass.
     pub fn check(&self, bucket: Bucket, key: &str) -> Result<(), Duration> {
-        let limiter = match bucket {
+        match self.limiter(bucket) {
+            Some(limiter) => limiter.check(key, Instant::now()),
+            None => Ok(()),
+        }
+    }
+
+    fn limiter(&self, bucket: Bucket) -> Option<&Limiter> {
+        match bucket {
             Bucket::Requests => &self.requests,
             Bucket::Auth => &self.auth,
             Bucket::MailRecipient => &self.mail_recipient,
             Bucket::MailSender => &self.mail_sender,
-        };
-        match limiter {
-            Some(limiter) => limiter.check(key, Instant::now()),
-            None => Ok(()),
+            Bucket::InvitationCooldown => &self.invitation_cooldown,
+        }
+        .as_ref()
+    }
+
+    /// Charges one invitation mail to entity `entity` (named with its
+    /// database), to `recipient` (case folded) and to `client_ip`. Over any
+    /// of them → 429 `rate_limited` with `Retry-After`, and nothing stays
+    /// charged. Give the charge back ([`RateLimits::refund`]) when the mail
+    /// is not sent after all.
+    pub fn charge_invitation(&self, entity: &str, recipient: &str, client_ip: &str) -> Result<Charged, ApiError> {
+        let charges = [
+            (Bucket::InvitationCooldown, entity.to_owned()),
+            (Bucket::MailSender, address_key(client_ip)),
+            (Bucket::MailRecipient, recipient.to_lowercase()),
+        ];
+        let mut charged = Charged(Vec::with_capacity(charges.len()));
+        for (bucket, key) in charges {
+            if let Err(wait) = self.check(bucket, &key) {
+                metrics::rate_limited(bucket.name());
+                self.refund(charged);
+                return Err(ApiError::rate_limited(wait));
+            }
+            charged.0.push((bucket, key));
+        }
+        Ok(charged)
+    }
+
+    /// Gives back what a mail that was not sent was charged.
+    pub fn refund(&self, charged: Charged) {
+        for (bucket, key) in charged.0 {
+            if let Some(limiter) = self.limiter(bucket) {
+                limiter.refund(&key);
+            }
         }
     }
 }
@@ -168,6 +218,13 @@ impl Limiter {
         Ok(())
     }
 
+    /// Gives back one request of `key`'s allowance.
+    pub fn refund(&self, key: &str) {
+        if let Some(mut arrival) = self.arrivals.get_mut(key) {
+            *arrival = arrival.checked_sub(self.interval).unwrap_or(*arrival);
+        }
+    }
+
     /// Drops the keys whose allowance is whole again.
     fn sweep(&self, now: Instant) {
         self.arrivals.retain(|_, arrival| *arrival > now);
@@ -223,22 +280,13 @@ pub async fn middleware(
 }
 
 fn too_many_requests(wait: Duration) -> actix_web::HttpResponse {
-    // whole seconds, rounded up: a client that waits that long gets through
-    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-    let mut response = ApiError::new(
-        ErrorCode::RateLimited,
-        format!("Too many requests; retry in {seconds} s"),
-    )
-    .error_response();
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds.max(1)));
-    response
+    ApiError::rate_limited(wait).error_response()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
 
     #[test]
     fn n_requests_pass_at_once_and_the_next_waits_one_interval() {
@@ -254,6 +302,54 @@ mod tests {
         );
         assert_eq!(limiter.check("a", now + Duration::from_secs(20)), Ok(()));
         assert!(limiter.check("a", now + Duration::from_secs(20)).is_err());
+    }
+
+    #[test]
+    fn an_invitation_charges_its_entity_once_per_cooldown_and_a_refusal_keeps_nothing_charged() {
+        let settings = LimitSettings {
+            enabled: true,
+            requests_per_minute: 0,
+            auth_per_minute: 0,
+            max_values_per_write: 1000,
+            mails_per_hour_per_recipient: 2,
+            mails_per_hour_per_address: 60,
+            new_databases_per_day: 5,
+            invitation_cooldown_seconds: 300,
+            pending_sign_ins_per_address: 100,
+        };
+        let limits = RateLimits::from_settings(&settings);
+        let charged = limits
+            .charge_invitation("demo/e1", "Bob@example.com", "10.0.0.1")
+            .unwrap();
+        let refused = limits
+            .charge_invitation("demo/e1", "bob@example.com", "10.0.0.1")
+            .err()
+            .unwrap();
+        assert_eq!((refused.code, refused.retry_after), (ErrorCode::RateLimited, Some(300)));
+        // the mail was not sent: its entity may be invited again at once
+        limits.refund(charged);
+        let _sent = limits
+            .charge_invitation("demo/e1", "bob@example.com", "10.0.0.1")
+            .unwrap();
+        let _sent = limits
+            .charge_invitation("demo/e2", "bob@example.com", "10.0.0.1")
+            .unwrap();
+        // the recipient's third mail in the hour is refused, and e3's cooldown stays unused
+        assert!(
+            limits
+                .charge_invitation("demo/e3", "BOB@example.com", "10.0.0.1")
+                .is_err()
+        );
+        let _sent = limits
+            .charge_invitation("demo/e3", "carol@example.com", "10.0.0.1")
+            .unwrap();
+        let off = RateLimits::from_settings(&LimitSettings {
+            enabled: false,
+            ..settings
+        });
+        for _ in 0..3 {
+            let _sent = off.charge_invitation("demo/e1", "bob@example.com", "10.0.0.1").unwrap();
+        }
     }
 
     #[test]
@@ -304,6 +400,7 @@ mod tests {
             mails_per_hour_per_recipient: 60,
             mails_per_hour_per_address: 60,
             new_databases_per_day: 5,
+            invitation_cooldown_seconds: 300,
             pending_sign_ins_per_address: 100,
         };
         let limits = RateLimits::from_settings(&settings(true, 0));

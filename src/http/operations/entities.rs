@@ -3,11 +3,12 @@
 
 use crate::db::values::{self};
 use crate::error::ApiError;
+use crate::http::operations::{invitations, uploads};
 use crate::http::views::entities::{EntityRead, History};
 use crate::http::views::writes::Written;
 use crate::http::{AppState, Caller};
-use crate::model::LOGIN_PROPERTY;
-use crate::model::value::parse_body;
+use crate::model::value::{ValueInput, parse_body};
+use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
 use crate::query::DEFAULT_LIMIT;
 use crate::rights::ViewLevel;
 use crate::view::{self, access};
@@ -36,10 +37,11 @@ pub async fn create(
 ) -> Result<Written, ApiError> {
     let values = parse_body(body)?;
     validate::check_size(&values, state.max_values_per_write)?;
+    refuse_oauth_credentials(caller, &values)?;
     let outcome = state
         .write_as(caller, db, WriteOp::CreateEntity { values }, retry)
         .await?;
-    written(state, db, outcome).await
+    written(state, caller, db, outcome).await
 }
 
 /// Adds (or, by `_id`, overwrites) the values in `body` on entity `entity_id`,
@@ -55,40 +57,42 @@ pub async fn add_values(
 ) -> Result<Written, ApiError> {
     let values = parse_body(body)?;
     validate::check_size(&values, state.max_values_per_write)?;
-    let outcome = state
-        .write_as(caller, db, WriteOp::AddValues { entity_id, values }, retry)
-        .await?;
-    mail_invitations(state, caller, db, &outcome).await?;
-    written(state, db, outcome).await
-}
-
-/// Mails the invitations a write stored on an existing entity. When a mail
-/// cannot be sent, its invitation is deleted again: no invitation stays
-/// pending that nobody was told of.
-async fn mail_invitations(state: &AppState, caller: &Caller, db: &str, outcome: &WriteOutcome) -> Result<(), ApiError> {
-    let mut conn = state.pool.get().await?;
-    let mailed = state
-        .sign_in
-        .mail_invitations(&mut conn, &state.jwt, db, outcome, state.clock.now())
-        .await;
-    drop(conn);
-    if mailed.is_err()
-        && let WriteOutcome::Written { values, .. } = outcome
-    {
-        for value in values.iter().filter(|value| value.row.prop == LOGIN_PROPERTY) {
-            let op = WriteOp::DeleteValue {
-                value_id: value.row.id.clone(),
-            };
-            state.write_as(caller, db, op, None).await?;
+    refuse_oauth_credentials(caller, &values)?;
+    let charged = invitations::charge(state, caller, db, &entity_id, &values, retry.as_ref()).await?;
+    let op = WriteOp::AddValues { entity_id, values };
+    let outcome = match state.write_as(caller, db, op, retry).await {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            if let Some(charged) = charged {
+                state.limits.refund(charged);
+            }
+            return Err(error);
         }
-    }
-    mailed
+    };
+    invitations::mail(state, caller, db, &outcome, charged).await?;
+    written(state, caller, db, outcome).await
 }
 
-/// The answer to values written: what the write stored, file values signed.
-async fn written(state: &AppState, db: &str, outcome: WriteOutcome) -> Result<Written, ApiError> {
+/// 403 when a token of the OAuth server writes a credential: an API key or a login.
+fn refuse_oauth_credentials(caller: &Caller, values: &[ValueInput]) -> Result<(), ApiError> {
+    if values
+        .iter()
+        .any(|value| value.prop == API_KEY_PROPERTY || value.prop == LOGIN_PROPERTY)
+    {
+        caller.refuse_oauth_credentials()?;
+    }
+    Ok(())
+}
+
+/// The answer to values written: what the write stored, file values signed
+/// (on a repeat, only those whose upload is still open to the caller).
+async fn written(state: &AppState, caller: &Caller, db: &str, outcome: WriteOutcome) -> Result<Written, ApiError> {
+    let repeat = matches!(outcome, WriteOutcome::Replayed(_));
     match outcome.first() {
-        WriteOutcome::Written { entity_id, values } => Written::signed(&state.files, db, entity_id, &values).await,
+        WriteOutcome::Written { entity_id, values } => {
+            let to_sign = uploads::signed_values(state, caller, db, &entity_id, &values, repeat).await?;
+            Written::signed(&state.files, db, entity_id, &values, &to_sign).await
+        }
         _ => Err(ApiError::internal("write", "a value write answered another outcome")),
     }
 }

@@ -4,6 +4,8 @@
 //! MCP tools (`super::mcp`) answer exactly what REST answers the same caller.
 
 pub mod entities;
+pub mod invitations;
 pub mod list;
 pub mod types;
+pub mod uploads;
 pub mod values;

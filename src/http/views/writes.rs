@@ -3,6 +3,8 @@
 //! write's typed outcome, file values with the signed `upload` their content
 //! goes to.
 
+use std::collections::HashSet;
+
 use serde::Serialize;
 use serde_json::{Map, Value as Json, json};
 use utoipa::ToSchema;
@@ -94,16 +96,22 @@ pub struct Written {
 }
 
 impl Written {
-    /// The answer to values written on `entity_id`: file values get a signed upload.
+    /// The answer to values written on `entity_id`: the file values in
+    /// `to_sign` (by id) get a signed upload.
     pub async fn signed(
         files: &FileService,
         db: &str,
         entity_id: String,
         values: &[WrittenValue],
+        to_sign: &HashSet<String>,
     ) -> Result<Written, ApiError> {
         let mut properties = Vec::with_capacity(values.len());
         for value in values {
             let mut json = value_json(value);
+            if !to_sign.contains(&value.row.id) {
+                properties.push(Json::Object(json));
+                continue;
+            }
             if let Some(upload) = files.upload(db, &value.row).await? {
                 let upload = serde_json::to_value(Upload::from(upload)).map_err(|e| ApiError::internal("upload", e))?;
                 json.insert("upload".into(), upload);
