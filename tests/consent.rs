@@ -322,3 +322,32 @@ async fn registration_refuses_javascript_data_and_vbscript_redirect_uris_in_any_
         assert_eq!(post(uri).await.0, 201, "{uri}");
     }
 }
+
+#[tokio::test]
+async fn consent_the_form_posted_from_another_site_is_403_cross_site_form_and_issues_nothing() {
+    let (app, sink, _) = app_with_bob().await;
+    let client_id = register(&app).await;
+    let browser = client_at("127.0.0.1");
+    let page = consent_page(&app, &sink, &browser, &client_id, &[], "bob@example.com", 2).await;
+    for (name, value) in [("Origin", "https://client.example"), ("Sec-Fetch-Site", "cross-site")] {
+        let forged = browser
+            .post(&page.action)
+            .header(name, value)
+            .form(&page.fields)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(forged.status(), 403, "{name}");
+        assert_eq!(forged.json::<Json>().await.unwrap()["error"], "cross_site_form");
+    }
+    // the consent is still the person's to give, from the page itself
+    let allowed = browser
+        .post(&page.action)
+        .header("Origin", &app.url)
+        .header("Sec-Fetch-Site", "same-origin")
+        .form(&page.fields)
+        .send()
+        .await
+        .unwrap();
+    assert!(param(&location(&allowed), "code").is_some());
+}
