@@ -17,6 +17,7 @@ server without that cap stores a longer one whole).
 """
 
 import json
+import secrets
 import subprocess
 import sys
 import threading
@@ -34,7 +35,8 @@ def table_size(database_url):
 
 
 def register(base):
-    uris = [f"https://client.example/{i}/" + "c" * 1300 for i in range(10)]
+    # random, so PostgreSQL's compression of large values does not hide their size
+    uris = [f"https://client.example/{i}/" + secrets.token_urlsafe(700) for i in range(10)]
     body = json.dumps({"client_name": "flood", "redirect_uris": uris}).encode()
     request = urllib.request.Request(f"{base}/auth/register", body, {"Content-Type": "application/json"})
     with urllib.request.urlopen(request) as answer:
@@ -51,7 +53,8 @@ def main():
     seconds = float(sys.argv[3]) if len(sys.argv) > 3 else 60
     db = sys.argv[4] if len(sys.argv) > 4 else "demo"
     client_id, redirect_uri = register(base)
-    state = "s" * (int(sys.argv[5]) if len(sys.argv) > 5 else 1024)
+    state_bytes = int(sys.argv[5]) if len(sys.argv) > 5 else 1024
+    state = secrets.token_urlsafe(state_bytes)[:state_bytes]
     query = urllib.parse.urlencode({
         "client_id": client_id,
         "redirect_uri": redirect_uri,

@@ -4,7 +4,8 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Jsonb, Nullable, Text, Timestamptz};
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
 use crate::auth::login::{Login, PASSKEY_PROVIDER, StoredPasskey};
@@ -32,12 +33,32 @@ pub struct Issued {
 
 /// Writes `issued` unless its address already holds `max_pending` pending
 /// states (unused and unexpired); answers whether it was written. State
-/// bound to no address (OAuth codes) is never refused.
+/// bound to no address (OAuth codes) is never refused. The issues of one
+/// address take turns on an advisory lock, so a burst of them cannot all
+/// count the same rows and pass the bound together.
 pub async fn issue(conn: &mut AsyncPgConnection, issued: &Issued, max_pending: Option<u32>) -> QueryResult<bool> {
+    let Some(max_pending) = max_pending.filter(|_| !issued.client_ip.is_empty()) else {
+        return insert(conn, issued, None).await;
+    };
+    conn.transaction(|conn| {
+        async move {
+            diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+                .bind::<Text, _>(format!("sign-in/{}", issued.client_ip))
+                .execute(conn)
+                .await?;
+            insert(conn, issued, Some(max_pending)).await
+        }
+        .scope_boxed()
+    })
+    .await
+}
+
+/// The insert of [`issue`], conditional on the address's pending count.
+async fn insert(conn: &mut AsyncPgConnection, issued: &Issued, max_pending: Option<u32>) -> QueryResult<bool> {
     let written = diesel::sql_query(
         "INSERT INTO sign_in_states (id, kind, client_ip, data, expires_at) \
          SELECT $1, $2, $3, $4, $5 \
-         WHERE $3 = '' OR $6 IS NULL OR (SELECT count(*) FROM sign_in_states \
+         WHERE $6 IS NULL OR (SELECT count(*) FROM sign_in_states \
              WHERE client_ip = $3 AND consumed_at IS NULL AND expires_at > now()) < $6",
     )
     .bind::<Text, _>(&issued.id)
