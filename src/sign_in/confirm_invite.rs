@@ -31,7 +31,6 @@ struct Waiting {
 pub struct Held {
     /// The confirmation's token: single use, from the address that signed in.
     pub token: String,
-    pub db: String,
 }
 
 impl SignIn {
@@ -56,13 +55,15 @@ impl SignIn {
         else {
             return Ok(None);
         };
+        // the claims only carry the login here; the session token is made,
+        // with a `jti` of its own, once the person accepts
         let mut claims = Claims::session(done.login.sub(), client_ip.to_owned(), String::new(), now);
         claims.set_profile(&done.login);
         claims.invite = Some(invite.to_owned());
         let waiting = Waiting {
             claims,
             next: done.next.clone(),
-            db: db.clone(),
+            db,
         };
         let token = random_token();
         self.sessions
@@ -75,7 +76,7 @@ impl SignIn {
                 expires_at: now + chrono::Duration::seconds(CONFIRMATION_LIFETIME_SECONDS),
             })
             .await?;
-        Ok(Some(Held { token, db }))
+        Ok(Some(Held { token }))
     }
 
     /// The page confirming the invitation of `held`.
