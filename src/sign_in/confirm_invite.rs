@@ -110,12 +110,9 @@ impl SignIn {
         client_ip: &str,
         now: DateTime<Utc>,
     ) -> Result<Completed, ApiError> {
-        let data = self
-            .sessions
-            .consume(&state_id(token), CONFIRMATION, client_ip, now)
-            .await?
-            .ok_or_else(unknown_confirmation)?;
-        let waiting = waiting(data)?;
+        let waiting: Waiting = self
+            .take(token, CONFIRMATION, client_ip, now, unknown_confirmation)
+            .await?;
         let login = waiting.claims.login().ok_or_else(unknown_confirmation)?;
         Ok(Completed {
             login,

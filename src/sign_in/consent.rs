@@ -104,12 +104,7 @@ impl SignIn {
                 "This consent is unknown, used or expired: start again from the app",
             )
         };
-        let data = self
-            .sessions
-            .consume(&state_id(token), CONSENT, client_ip, now)
-            .await?
-            .ok_or_else(expired)?;
-        serde_json::from_value(data).map_err(|_| expired())
+        self.take(token, CONSENT, client_ip, now, expired).await
     }
 }
 

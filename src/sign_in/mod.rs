@@ -139,6 +139,27 @@ impl SignIn {
     }
 }
 
+impl SignIn {
+    /// Uses up the state `token` names (its SHA-256) of `kind`, issued to
+    /// `client_ip`, and reads it back as what was recorded; `unknown` when
+    /// it is unknown, used, expired, from another address or unreadable.
+    async fn take<T: serde::de::DeserializeOwned>(
+        &self,
+        token: &str,
+        kind: &'static str,
+        client_ip: &str,
+        now: DateTime<Utc>,
+        unknown: impl Fn() -> ApiError,
+    ) -> Result<T, ApiError> {
+        let data = self
+            .sessions
+            .consume(&state_id(token), kind, client_ip, now)
+            .await?
+            .ok_or_else(&unknown)?;
+        serde_json::from_value(data).map_err(|_| unknown())
+    }
+}
+
 /// 503 `provider_unavailable`: this server does not offer `provider`.
 fn unavailable(provider: &str) -> ApiError {
     ApiError::new(

@@ -101,12 +101,7 @@ impl SignIn {
                 "This authorization is unknown, used or expired: start again from the app",
             )
         };
-        let data = self
-            .sessions
-            .consume(&state_id(request), REQUEST, client_ip, now)
-            .await?
-            .ok_or_else(expired)?;
-        serde_json::from_value(data).map_err(|_| expired())
+        self.take(request, REQUEST, client_ip, now, expired).await
     }
 
     /// A code for `login`, signed in as `person` in the authorization's database.
@@ -144,12 +139,8 @@ impl SignIn {
         redemption: Redemption<'_>,
         now: DateTime<Utc>,
     ) -> Result<String, ApiError> {
-        let data = self
-            .sessions
-            .consume(&state_id(redemption.code), CODE, UNBOUND, now)
-            .await?
-            .ok_or_else(|| invalid_grant("The code is unknown, used or expired"))?;
-        let granted: Granted = serde_json::from_value(data).map_err(|_| invalid_grant("The code is unknown"))?;
+        let unknown = || invalid_grant("The code is unknown, used or expired");
+        let granted: Granted = self.take(redemption.code, CODE, UNBOUND, now, unknown).await?;
         let authorization = &granted.authorization;
         if redemption.redirect_uri != authorization.redirect_uri {
             return Err(invalid_grant("redirect_uri differs from the authorization's"));

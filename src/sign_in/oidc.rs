@@ -281,12 +281,8 @@ impl SignIn {
     ) -> Result<Completed, ApiError> {
         let config = self.oidc.get(provider)?;
         let state = returned.state.ok_or_else(|| refused("no state"))?;
-        let data = self
-            .sessions
-            .consume(&state_id(state), REQUEST, client_ip, now)
-            .await?
-            .ok_or_else(|| refused("unknown, used or expired request"))?;
-        let pending: Pending = serde_json::from_value(data).map_err(|_| refused("unknown request"))?;
+        let unknown = || refused("unknown, used or expired request");
+        let pending: Pending = self.take(state, REQUEST, client_ip, now, unknown).await?;
         if pending.provider != provider {
             return Err(refused("answered by another provider"));
         }

@@ -137,7 +137,7 @@ impl SignIn {
         now: DateTime<Utc>,
     ) -> Result<Completed, ApiError> {
         let relying_party = self.passkeys.relying_party()?;
-        let ceremony: Ceremony<PasskeyRegistration> = self.take(token, REGISTRATION, client_ip, now).await?;
+        let ceremony: Ceremony<PasskeyRegistration> = self.take_ceremony(token, REGISTRATION, client_ip, now).await?;
         let credential: RegisterPublicKeyCredential = from_browser(credential)?;
         let passkey = relying_party
             .finish_passkey_registration(&credential, &ceremony.state)
@@ -188,7 +188,7 @@ impl SignIn {
         now: DateTime<Utc>,
     ) -> Result<Completed, ApiError> {
         let relying_party = self.passkeys.relying_party()?;
-        let ceremony: Ceremony<DiscoverableAuthentication> = self.take(token, SIGN_IN, client_ip, now).await?;
+        let ceremony: Ceremony<DiscoverableAuthentication> = self.take_ceremony(token, SIGN_IN, client_ip, now).await?;
         let credential: PublicKeyCredential = from_browser(credential)?;
         let credential_id = URL_SAFE_NO_PAD.encode(credential.get_credential_id());
         // Normally one; more only if someone registered another key under
@@ -244,7 +244,7 @@ impl SignIn {
 
     /// Uses up the ceremony `token` names: 400 `invalid_sign_in` when it is
     /// unknown, used, expired, of another kind, or from another address.
-    async fn take<S: DeserializeOwned>(
+    async fn take_ceremony<S: DeserializeOwned>(
         &self,
         token: &str,
         kind: &'static str,
@@ -252,12 +252,7 @@ impl SignIn {
         now: DateTime<Utc>,
     ) -> Result<Ceremony<S>, ApiError> {
         let expired = || refused("unknown, used or expired passkey request");
-        let data = self
-            .sessions
-            .consume(&state_id(token), kind, client_ip, now)
-            .await?
-            .ok_or_else(expired)?;
-        serde_json::from_value(data).map_err(|_| expired())
+        self.take(token, kind, client_ip, now, expired).await
     }
 }
 
