@@ -89,7 +89,8 @@ impl Claims {
         }
     }
 
-    /// An access token the OAuth server issues to client `client_id`: bound
+    /// An access token the OAuth server issues to the client whose id has
+    /// the SHA-256 `client_digest`: bound
     /// to no address (the client's server may use it).
     pub fn for_oauth_client(
         sub: String,
@@ -499,7 +500,7 @@ mod tests {
         let verified = keys
             .verify_access(&keys.sign(&oauth).unwrap(), "127.0.0.9", now)
             .unwrap();
-        assert_eq!(verified.oauth_client, Some(hex::encode(Sha256::digest(b"c1"))));
+        assert_eq!(verified.oauth_client.as_deref(), Some("c1-digest"));
         assert!(verified.issued_by_oauth());
         assert!(
             !claims(now).issued_by_oauth(),
