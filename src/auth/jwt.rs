@@ -90,8 +90,8 @@ impl Claims {
     }
 
     /// An access token the OAuth server issues to the client whose id has
-    /// the SHA-256 `client_digest`: bound
-    /// to no address (the client's server may use it).
+    /// the SHA-256 `client_digest`: bound to no address (the client's
+    /// server may use it).
     pub fn for_oauth_client(
         sub: String,
         accounts: BTreeMap<String, String>,
