@@ -189,9 +189,8 @@ async fn compute(conn: &mut AsyncPgConnection, db: &str) -> Result<UsageObject, 
                    / greatest((SELECT count(*) FROM entities), 1) \
                  + pg_total_relation_size('property_values') * (v.live + v.deleted) \
                    / greatest((SELECT count(*) FROM property_values), 1))::bigint AS db_size, \
-                coalesce((SELECT d.doc FROM entities d JOIN entities t ON t.db = d.db AND t.id = d.type_id \
-                          WHERE d.db = $1 AND d.deleted_at IS NULL AND t.name = 'database' \
-                          ORDER BY d.id LIMIT 1), '{}'::jsonb) AS database \
+                coalesce((SELECT d.doc FROM entities d JOIN databases own ON own.entity_id = d.id \
+                          WHERE own.name = $1 AND d.db = $1 AND d.deleted_at IS NULL), '{}'::jsonb) AS database \
          FROM e, v",
     )
     .bind::<Text, _>(db)

@@ -521,3 +521,31 @@ async fn a_token_signed_with_a_secret_no_longer_listed_is_invalid_token() {
     assert_invalid_token(usage_status(&app, &old).await);
     assert_eq!(usage_status(&app, &app.owner_token().await).await.0, 200);
 }
+
+#[tokio::test]
+async fn usage_reads_the_organization_of_the_databases_own_entity_only() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let own = app.find(&owner, "database", "demo").await;
+    let organization = json!([{"type": "organization", "string": "Demo Society", "language": "en"}]);
+    assert_eq!(
+        app.post(&format!("/api/demo/entity/{own}"), &owner, organization)
+            .await
+            .0,
+        200
+    );
+    // another entity of the `database` type is no database's own
+    let database_type = app.find(&owner, "entity", "database").await;
+    app.create(
+        &owner,
+        &database_type,
+        json!([{"type": "name", "string": "impostor"}, {"type": "organization", "string": "Impostor"}]),
+    )
+    .await;
+    let (status, usage) = app.get("/api/demo", &owner).await;
+    assert_eq!(status, 200, "{usage}");
+    assert_eq!(
+        usage["organization"],
+        json!([{"language": "en", "string": "Demo Society"}])
+    );
+}
