@@ -14,7 +14,7 @@ use utoipa::{Modify, OpenApi};
 use super::views::entities::Entity;
 use super::views::responses::error_response;
 use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
-use super::views::writes::{Counter, NewValue};
+use super::views::writes::{Counter, DateInput, NewValue};
 use super::{
     auth, entity, files, health, list, mcp, metrics, new_db, oauth, oauth_client, passkey, property, sign_in, usage,
 };
@@ -81,6 +81,7 @@ use crate::error::{ApiError, ErrorBody};
         UploadHeaders,
         NewValue,
         Counter,
+        DateInput,
         Entity,
     )),
     modifiers(&Security, &RateLimited),

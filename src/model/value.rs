@@ -258,8 +258,20 @@ fn parse_scalar(prop: &str, field: &str, raw: &Json) -> Result<Value, ApiError> 
         ),
         "number" => Value::Number(raw.as_f64().ok_or_else(wrong)?),
         "boolean" => Value::Boolean(raw.as_bool().ok_or_else(wrong)?),
-        "date" => Value::Date(raw.as_str().and_then(parse_date).ok_or_else(wrong)?),
-        "datetime" => Value::Datetime(raw.as_str().and_then(parse_datetime).ok_or_else(wrong)?),
+        "date" => Value::Date(
+            match raw {
+                Json::Number(millis) => millis.as_i64().and_then(date_from_millis),
+                _ => raw.as_str().and_then(parse_date),
+            }
+            .ok_or_else(wrong)?,
+        ),
+        "datetime" => Value::Datetime(
+            match raw {
+                Json::Number(millis) => millis.as_i64().and_then(datetime_from_millis),
+                _ => raw.as_str().and_then(parse_datetime),
+            }
+            .ok_or_else(wrong)?,
+        ),
         "reference" => match raw.as_str() {
             Some(id) if is_valid_id(id) => Value::Reference(id.to_owned()),
             _ => return Err(ApiError::new(ErrorCode::InvalidId, "Invalid ID")),
@@ -327,6 +339,18 @@ pub fn parse_datetime(text: &str) -> Option<DateTime<Utc>> {
                 .map(|naive| naive.and_utc())
         })
         .filter(|at| is_storable_date(at.date_naive()))
+}
+
+/// Milliseconds since 1970-01-01 UTC, as the original's clients write dates.
+pub fn datetime_from_millis(millis: i64) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp_millis(millis).filter(|at| is_storable_date(at.date_naive()))
+}
+
+/// The UTC day nearest to the instant: a date picker sends local midnight, so
+/// the day is kept for any offset from UTC−11 to UTC+12.
+pub fn date_from_millis(millis: i64) -> Option<NaiveDate> {
+    const HALF_DAY: i64 = 12 * 60 * 60 * 1000;
+    datetime_from_millis(millis.checked_add(HALF_DAY)?).map(|at| at.date_naive())
 }
 
 pub fn is_language_code(code: &str) -> bool {
@@ -419,6 +443,37 @@ mod tests {
             dt.value,
             Value::Datetime(parse_datetime("2024-01-02T01:04:05Z").unwrap())
         );
+    }
+
+    #[test]
+    fn dates_written_as_milliseconds_take_the_nearest_utc_day() {
+        let day = |y, m, d| Value::Date(NaiveDate::from_ymd_opt(y, m, d).unwrap());
+        // midnight of 1965-08-02 at UTC+2, at UTC, and at UTC-11
+        for millis in ["-139370400000", "-139363200000", "-139323600000"] {
+            let body = format!(r#"{{"type":"d","date":{millis}}}"#);
+            assert_eq!(one(&body).unwrap().value, day(1965, 8, 2), "{millis}");
+        }
+        assert_eq!(one(r#"{"type":"d","date":0}"#).unwrap().value, day(1970, 1, 1));
+        assert_eq!(
+            one(r#"{"type":"d","datetime":1704164645000}"#).unwrap().value,
+            Value::Datetime(parse_datetime("2024-01-02T03:04:05Z").unwrap())
+        );
+    }
+
+    #[test]
+    fn non_integral_or_out_of_range_milliseconds_are_malformed() {
+        for raw in [
+            "1.5",
+            "1e300",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "-300000000000000",
+        ] {
+            for field in ["date", "datetime"] {
+                let body = format!(r#"{{"type":"d","{field}":{raw}}}"#);
+                assert_eq!(one(&body).unwrap_err().code, "invalid_body", "{body}");
+            }
+        }
     }
 
     #[test]

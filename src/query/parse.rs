@@ -7,7 +7,7 @@ use super::{Condition, DEFAULT_LIMIT, Field, Filter, ListQuery, Operand, Operato
 use crate::error::{ApiError, ErrorCode};
 use crate::model::ids::is_valid_id;
 use crate::model::projection::SEARCH_WORD_CHARS;
-use crate::model::value::{is_storable_date, is_storable_text, is_valid_property_name, parse_date, parse_datetime};
+use crate::model::value::{datetime_from_millis, is_storable_text, is_valid_property_name, parse_date, parse_datetime};
 
 const MAX_REGEX_LENGTH: usize = 512;
 
@@ -149,7 +149,7 @@ fn operand(field: Field, text: &str) -> Result<Operand, ApiError> {
 
 /// Rule 3: dates may be Unix timestamps in milliseconds.
 fn from_millis(text: &str) -> Option<DateTime<Utc>> {
-    DateTime::from_timestamp_millis(text.trim().parse().ok()?).filter(|at| is_storable_date(at.date_naive()))
+    datetime_from_millis(text.trim().parse().ok()?)
 }
 
 /// Rule 2: `/pattern/flags`, or a bare pattern. Patterns follow the `regex`

@@ -35,14 +35,14 @@ pub struct NewValue {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub boolean: Option<bool>,
-    /// `YYYY-MM-DD`.
+    /// `YYYY-MM-DD`, or milliseconds since 1970 UTC (the UTC day nearest to that instant).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
-    pub date: Option<String>,
-    /// ISO 8601.
+    pub date: Option<DateInput>,
+    /// ISO 8601, or milliseconds since 1970 UTC.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
-    pub datetime: Option<String>,
+    pub datetime: Option<DateInput>,
     /// An entity id.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
@@ -65,6 +65,15 @@ pub struct NewValue {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub counter: Option<Counter>,
+}
+
+/// A date as text, or as the original Entu API's clients write it: a whole
+/// number of milliseconds since 1970-01-01 UTC.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum DateInput {
+    Text(String),
+    Millis(i64),
 }
 
 /// The next number of the property name's sequence across the database:

@@ -1,0 +1,43 @@
+//! The CONTRACT's "Compatibility with the original's clients": requests as
+//! the original Entu web app makes them, one test per rule.
+
+mod common;
+
+use common::TestApp;
+use serde_json::json;
+
+#[tokio::test]
+async fn dates_written_as_milliseconds() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let book = app.create_type(&owner, "book").await;
+    app.define(&owner, &book, "published", "date", json!([])).await;
+    app.define(&owner, &book, "at", "datetime", json!([])).await;
+    // a date picker's local midnight of 1965-08-02 at UTC+2 and at UTC-7
+    let id = app
+        .create(
+            &owner,
+            &book,
+            json!([{"type": "published", "date": -139370400000_i64}, {"type": "published", "date": -139338000000_i64},
+                   {"type": "at", "datetime": 1704164645000_i64}]),
+        )
+        .await;
+    let (_, body) = app.get(&format!("/api/demo/entity/{id}"), &owner).await;
+    let entity = &body["entity"];
+    for value in entity["published"].as_array().unwrap() {
+        assert_eq!(value["date"], "1965-08-02T00:00:00.000Z", "{entity}");
+    }
+    assert_eq!(entity["at"][0]["datetime"], "2024-01-02T03:04:05.000Z");
+    for bad in [json!(1.5), json!(1e300), json!(i64::MAX)] {
+        let (status, error) = app
+            .post(
+                &format!("/api/demo/entity/{id}"),
+                &owner,
+                json!({"type": "published", "date": bad}),
+            )
+            .await;
+        assert_eq!(status, 400, "{bad}: {error}");
+        assert_eq!(error["status"], 400);
+        assert!(error["error"].is_string() && error["message"].is_string(), "{error}");
+    }
+}
