@@ -18,7 +18,7 @@ use crate::config::Settings;
 use crate::db::{self, Pool, local_cluster::LocalCluster};
 use crate::error::{ApiError, ErrorCode};
 use crate::formula::worker as formula_worker;
-use crate::http::middleware::{cors, error_body, limits, metrics, request_log, usage};
+use crate::http::middleware::{cors, error_body, limits, metrics, request_log, trailing_slash, usage};
 use crate::http::{self, AppState};
 use crate::mail::Mailer;
 use crate::query::ExpensiveQueries;
@@ -197,6 +197,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
             .wrap(from_fn(cors::cors))
             .wrap(from_fn(metrics::observe))
             .wrap(from_fn(request_log::request_log))
+            .wrap(from_fn(trailing_slash::trim))
             .configure(http::routes)
             .default_service(web::to(|| async {
                 Err::<actix_web::HttpResponse, _>(http::not_found())

@@ -41,3 +41,22 @@ async fn dates_written_as_milliseconds() {
         assert!(error["error"].is_string() && error["message"].is_string(), "{error}");
     }
 }
+
+#[tokio::test]
+async fn trailing_slash() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let (status, usage) = app.get("/api/demo/", &owner).await;
+    assert_eq!(status, 200, "{usage}");
+    assert_eq!(usage, app.get("/api/demo", &owner).await.1);
+    let (status, list) = app
+        .get("/api/demo/entity/?_type.string=entity&props=name", &owner)
+        .await;
+    assert_eq!(status, 200, "{list}");
+    assert!(list["count"].as_u64().unwrap() > 0, "{list}");
+    let (status, one) = app.get(&format!("/api/demo/entity/{}/", app.person), &owner).await;
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(one["entity"]["_id"], app.person.as_str());
+    let (status, root) = app.call("GET", "/", None, None).await;
+    assert_eq!(status, 200, "{root}");
+}

@@ -24,7 +24,8 @@ use crate::error::{ApiError, ErrorBody};
 #[openapi(
     info(title = "eds", description = "Entity Data Service: a multi-database store of typed, multi-valued entities. \
         Reads need no token (anonymous callers see public entities only); writes need an access token, \
-        obtained by exchanging an API key, or the session token of a sign-in (`GET /api/auth/{provider}`), at `GET /api/auth`."),
+        obtained by exchanging an API key, or the session token of a sign-in (`GET /api/auth/{provider}`), at `GET /api/auth`. \
+        A trailing `/` on an `/api/...` path is ignored."),
     paths(
         health::about,
         health::health,

@@ -1,10 +1,11 @@
-//! What wraps every request, outermost first: request id and log, metrics,
-//! CORS, rate limits, the per-database request count, and the JSON body for
-//! errors answered before a handler runs.
+//! What wraps every request, outermost first: an API path's trailing slash
+//! trimmed, request id and log, metrics, CORS, rate limits, the per-database
+//! request count, and the JSON body for errors answered before a handler runs.
 
 pub mod cors;
 pub mod error_body;
 pub mod limits;
 pub mod metrics;
 pub mod request_log;
+pub mod trailing_slash;
 pub mod usage;
