@@ -60,3 +60,29 @@ async fn trailing_slash() {
     let (status, root) = app.call("GET", "/", None, None).await;
     assert_eq!(status, 200, "{root}");
 }
+
+#[tokio::test]
+async fn props_naming_a_field() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let shelf = app.create_type(&owner, "shelf").await;
+    app.create(
+        &owner,
+        &shelf,
+        json!([{"type": "name", "string": "Books"}, {"type": "ordinal", "number": 2}, {"type": "query", "string": "_type.string=book"}, {"type": "note", "string": "not asked"}]),
+    )
+    .await;
+    let (status, list) = app
+        .get(
+            "/api/demo/entity?_type.string=shelf&props=ordinal.number,name,query.string,_type.string",
+            &owner,
+        )
+        .await;
+    assert_eq!(status, 200, "{list}");
+    let entity = &list["entities"][0];
+    assert_eq!(entity["query"][0]["string"], "_type.string=book", "{entity}");
+    assert_eq!(entity["ordinal"][0]["number"], json!(2), "{entity}");
+    assert_eq!(entity["name"][0]["string"], "Books", "{entity}");
+    assert_eq!(entity["_type"][0]["string"], "shelf", "{entity}");
+    assert!(entity.get("note").is_none(), "{entity}");
+}

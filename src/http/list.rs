@@ -17,7 +17,7 @@ use crate::error::{ApiError, ErrorBody};
     params(
         ("db" = String, Path, description = "Database name", example = "demo"),
         ("filters" = Option<HashMap<String, String>>, Query, style = Form, explode, description = "Filters `<property>.<field>[.<operator>]=<value>`, all of which must match; see the operation's description.", example = json!({"_type.string": "book", "price.number.gt": "10"})),
-        ("props" = Option<String>, Query, description = "Comma-separated property names to return (`_id` always is)", example = "title,photo"),
+        ("props" = Option<String>, Query, description = "Comma-separated property names to return (`_id` always is); `title.string` names `title`", example = "title,photo"),
         ("sort" = Option<String>, Query, description = "Comma-separated `<property>.<field>`; a leading `-` sorts descending. Default: `_id` ascending (creation order)", example = "-title.string"),
         ("limit" = Option<String>, Query, description = "Most entities to return; default 100 (also for `0` or a non-number), no upper bound", example = "20"),
         ("skip" = Option<String>, Query, description = "Entities to skip; default 0", example = "0"),

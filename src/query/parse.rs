@@ -36,7 +36,8 @@ impl ListQuery {
                             .split(',')
                             .map(str::trim)
                             .filter(|p| !p.is_empty())
-                            .map(str::to_owned)
+                            // the original's clients name a value field too (`query.string`)
+                            .map(|p| p.split_once('.').map_or(p, |(prop, _)| prop).to_owned())
                             .collect(),
                     )
                 }
@@ -707,6 +708,16 @@ mod tests {
         assert_eq!(
             parse(&[("props", "a,,b")]).unwrap().props,
             Some(vec!["a".to_owned(), "b".to_owned()])
+        );
+    }
+
+    #[test]
+    fn props_entries_naming_a_field_select_the_property() {
+        assert_eq!(
+            parse(&[("props", "ordinal.number,group,query.string,_type.string")])
+                .unwrap()
+                .props,
+            Some(["ordinal", "group", "query", "_type"].map(str::to_owned).to_vec())
         );
     }
 
