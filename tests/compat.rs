@@ -86,3 +86,49 @@ async fn props_naming_a_field() {
     assert_eq!(entity["_type"][0]["string"], "shelf", "{entity}");
     assert!(entity.get("note").is_none(), "{entity}");
 }
+
+#[tokio::test]
+async fn id_exists() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let shelf = app.create_type(&owner, "shelf").await;
+    let public = json!({"type": "_sharing", "string": "public"});
+    app.post(&format!("/api/demo/entity/{shelf}"), &owner, public.clone())
+        .await;
+    app.define(&owner, &shelf, "table", "string", json!([public.clone()]))
+        .await;
+    app.define(&owner, &shelf, "secret", "string", json!([])).await;
+    let with = app
+        .create(
+            &owner,
+            &shelf,
+            json!([{"type": "table", "string": "t"}, {"type": "secret", "string": "s"}, public]),
+        )
+        .await;
+    let without = app.create(&owner, &shelf, json!([public])).await;
+    let (mut both, has) = (vec![with.clone(), without.clone()], vec![with.clone()]);
+    both.sort();
+    let owner = Some(owner.as_str());
+    assert_eq!(shelves(&app, "table._id.exists=true", owner).await, has);
+    assert_eq!(shelves(&app, "table._id.exists=false", owner).await, [without]);
+    assert_eq!(shelves(&app, "secret._id.exists=true", owner).await, has);
+    // only values the caller's view shows count
+    assert_eq!(shelves(&app, "table._id.exists=true", None).await, has);
+    assert!(shelves(&app, "secret._id.exists=true", None).await.is_empty());
+    assert_eq!(shelves(&app, "secret._id.exists=false", None).await, both);
+}
+
+/// The ids of the shelves matching `filter`, sorted.
+async fn shelves(app: &TestApp, filter: &str, token: Option<&str>) -> Vec<String> {
+    let path = format!("/api/demo/entity?_type.string=shelf&{filter}&props=_id");
+    let (status, list) = app.call("GET", &path, token, None).await;
+    assert_eq!(status, 200, "{list}");
+    let mut ids: Vec<String> = list["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entity| entity["_id"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    ids
+}

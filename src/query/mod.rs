@@ -28,6 +28,9 @@ pub enum Field {
     Filename,
     Filetype,
     Language,
+    /// The value's own id: `<prop>._id.exists` asks for any live value of
+    /// `prop`, whatever its field (never a sort or group key).
+    Id,
 }
 
 impl Field {

@@ -95,6 +95,16 @@ fn parse_filter(key: &str, value: &str) -> Result<Option<Filter>, ApiError> {
     let (Some(prop), Some(field)) = (parts.next(), parts.next()) else {
         return Ok(None);
     };
+    // the original's clients ask `<prop>._id.exists` for any live value
+    if field == "_id" {
+        return Ok(
+            (parts.next() == Some("exists") && is_valid_property_name(prop)).then(|| Filter {
+                prop: prop.to_owned(),
+                field: Field::Id,
+                condition: Condition::Exists(value == "true"),
+            }),
+        );
+    }
     let (Some(field), true) = (Field::parse(field), is_valid_property_name(prop)) else {
         return Ok(None);
     };
@@ -129,8 +139,8 @@ fn operand(field: Field, text: &str) -> Result<Operand, ApiError> {
             return Err(invalid("text"));
         }
         Field::String | Field::Filename | Field::Filetype | Field::Language => Operand::Text(text.to_owned()),
-        Field::Reference if is_valid_id(text) => Operand::Text(text.to_owned()),
-        Field::Reference => return Err(ApiError::new(ErrorCode::InvalidId, "Invalid ID")),
+        Field::Reference | Field::Id if is_valid_id(text) => Operand::Text(text.to_owned()),
+        Field::Reference | Field::Id => return Err(ApiError::new(ErrorCode::InvalidId, "Invalid ID")),
         Field::Number => Operand::Number(text.trim().parse().map_err(|_| invalid("number"))?),
         Field::Filesize => Operand::Integer(text.trim().parse().map_err(|_| invalid("file size"))?),
         Field::Boolean => Operand::Boolean(text == "true"),
@@ -719,6 +729,24 @@ mod tests {
                 .props,
             Some(["ordinal", "group", "query", "_type"].map(str::to_owned).to_vec())
         );
+    }
+
+    #[test]
+    fn id_exists_asks_for_any_live_value_and_other_id_filters_are_ignored() {
+        let filters = parse(&[("table._id.exists", "true"), ("add_from._id.exists", "false")])
+            .unwrap()
+            .filters;
+        assert_eq!(
+            filters,
+            [("table", true), ("add_from", false)].map(|(prop, exists)| Filter {
+                prop: prop.to_owned(),
+                field: Field::Id,
+                condition: Condition::Exists(exists),
+            })
+        );
+        for key in ["table._id", "table._id.ne", "a.b._id.exists"] {
+            assert!(parse(&[(key, "x")]).unwrap().filters.is_empty(), "{key}");
+        }
     }
 
     #[test]

@@ -105,6 +105,7 @@ referenced entity's name), `number` (also a counter's numeric part), `boolean`, 
 | `boolean` | (none), `in`, `exists` |
 | `date` (`YYYY-MM-DD`), `datetime` (ISO 8601) | (none), `gt`, `gte`, `lt`, `lte`, `in`, `exists` |
 | `filesize` | (none), `gt`, `gte`, `lt`, `lte`, `in`, `exists` |
+| `_id` (any live value, whatever its field: `table._id.exists=true`) | `exists` |
 
 `in` takes a comma-separated list; `exists` takes `true` (anything else means `false`); `regex`
 takes `/pattern/flags` (flags `i`, `m`, `s`; `x` or an invalid pattern gives 400 `Invalid regex`);

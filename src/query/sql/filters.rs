@@ -98,6 +98,7 @@ pub(super) fn column(field: Field) -> &'static str {
         Field::Filename => "filename",
         Field::Filetype => "filetype",
         Field::Language => "language",
+        Field::Id => "id",
     }
 }
 
