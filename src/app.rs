@@ -18,7 +18,7 @@ use crate::config::Settings;
 use crate::db::{self, Pool, local_cluster::LocalCluster};
 use crate::error::{ApiError, ErrorCode};
 use crate::formula::worker as formula_worker;
-use crate::http::middleware::{cors, error_body, limits, metrics, request_log, trailing_slash, usage};
+use crate::http::middleware::{challenge, cors, error_body, limits, metrics, request_log, trailing_slash, usage};
 use crate::http::{self, AppState};
 use crate::mail::Mailer;
 use crate::query::ExpensiveQueries;
@@ -192,6 +192,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
             )
             .app_data(web::PathConfig::default().error_handler(|_, _| http::not_found().into()))
             .wrap(ErrorHandlers::new().default_handler(error_body::json_error_body))
+            .wrap(from_fn(challenge::challenge))
             .wrap(from_fn(usage::count_request))
             .wrap(from_fn(limits::middleware))
             .wrap(from_fn(cors::cors))

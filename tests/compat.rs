@@ -132,3 +132,40 @@ async fn shelves(app: &TestApp, filter: &str, token: Option<&str>) -> Vec<String
     ids.sort();
     ids
 }
+
+#[tokio::test]
+async fn every_401_carries_www_authenticate() {
+    use reqwest::Method;
+    let app = TestApp::start().await;
+    assert_eq!(challenge(&app, Method::POST, "/api/demo/entity", None).await, "Bearer");
+    assert_eq!(challenge(&app, Method::GET, "/api/auth/refresh", None).await, "Bearer");
+    let invalid = r#"Bearer error="invalid_token""#;
+    let sent = Some("not-a-jwt");
+    assert_eq!(challenge(&app, Method::GET, "/api/demo/entity", sent).await, invalid);
+    assert_eq!(challenge(&app, Method::GET, "/api/auth", sent).await, invalid);
+    // the MCP route's own challenge names its metadata
+    let mcp = challenge(&app, Method::POST, "/api/demo/mcp", sent).await;
+    assert!(mcp.starts_with("Bearer resource_metadata="), "{mcp}");
+    assert!(mcp.ends_with(r#", error="invalid_token""#), "{mcp}");
+}
+
+/// The `WWW-Authenticate` of a request answered 401 with the JSON error body.
+async fn challenge(app: &TestApp, method: reqwest::Method, path: &str, token: Option<&str>) -> String {
+    let body = match path.ends_with("/mcp") {
+        true => json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+        false => json!([{"type": "name", "string": "x"}]),
+    };
+    let mut request = app.http.request(method, format!("{}{path}", app.url)).json(&body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 401, "{path}");
+    let header = response
+        .headers()
+        .get("www-authenticate")
+        .map(|value| value.to_str().unwrap().to_owned());
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["status"], 401, "{body}");
+    header.unwrap_or_else(|| panic!("no WWW-Authenticate on {path}"))
+}

@@ -433,7 +433,11 @@ async fn without_an_access_token_the_endpoint_challenges_with_its_metadata() {
         }
         let response = request.send().await.unwrap();
         assert_eq!(response.status(), 401, "{token:?}");
-        assert_eq!(response.headers()["www-authenticate"], challenge.as_str());
+        let expected = match token {
+            None => challenge.clone(),
+            Some(_) => format!("{challenge}, error=\"invalid_token\""),
+        };
+        assert_eq!(response.headers()["www-authenticate"], expected.as_str());
         let body: Json = response.json().await.unwrap();
         assert_eq!(body["status"], 401, "{body}");
         assert!(body["error"].is_string() && body["message"].is_string(), "{body}");

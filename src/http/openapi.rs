@@ -8,6 +8,7 @@ use actix_web::http::header::ContentType;
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 use utoipa::openapi::RefOr;
+use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
@@ -85,7 +86,7 @@ use crate::error::{ApiError, ErrorBody};
         DateInput,
         Entity,
     )),
-    modifiers(&Security, &RateLimited),
+    modifiers(&Security, &RateLimited, &Challenged),
     tags(
         (name = "service", description = "Identity, liveness and this documentation"),
         (name = "auth", description = "Signing in and access tokens"),
@@ -261,6 +262,34 @@ impl Modify for RateLimited {
                     .responses
                     .responses
                     .insert("429".to_owned(), RefOr::T(response.clone()));
+            }
+        }
+    }
+}
+
+/// Every 401 under `/api/` carries a `WWW-Authenticate` challenge (the
+/// routes that document their own, MCP's, keep it).
+struct Challenged;
+
+impl Modify for Challenged {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let header = HeaderBuilder::new()
+            .description(Some(
+                "`Bearer`, or `Bearer error=\"invalid_token\"` when a token was sent".to_owned(),
+            ))
+            .build();
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if !path.starts_with("/api/") {
+                continue;
+            }
+            let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete];
+            for operation in operations.into_iter().flatten() {
+                if let Some(RefOr::T(response)) = operation.responses.responses.get_mut("401") {
+                    response
+                        .headers
+                        .entry("WWW-Authenticate".to_owned())
+                        .or_insert_with(|| header.clone());
+                }
             }
         }
     }

@@ -31,7 +31,7 @@ use crate::mcp::{self, Message, PROTOCOL_VERSIONS, RpcError};
         (status = 202, description = "A notification, accepted"),
         (status = 400, description = "Malformed JSON (`-32700`), not a JSON-RPC request or a batch (`-32600`), or an unsupported `MCP-Protocol-Version`", body = RpcAnswer),
         (status = 401, description = "No token, or an unacceptable one (only `use: access` tokens are taken)", body = ErrorBody,
-         headers(("WWW-Authenticate" = String, description = "`Bearer resource_metadata=\"{api_url}/.well-known/oauth-protected-resource/api/{db}/mcp\"`"))),
+         headers(("WWW-Authenticate" = String, description = "`Bearer resource_metadata=\"{api_url}/.well-known/oauth-protected-resource/api/{db}/mcp\"`, with `, error=\"invalid_token\"` when a token was sent"))),
         (status = 403, description = "The token is for other databases only", body = ErrorBody),
         (status = 404, description = "No such database", body = ErrorBody),
     )

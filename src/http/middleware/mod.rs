@@ -1,7 +1,9 @@
 //! What wraps every request, outermost first: an API path's trailing slash
 //! trimmed, request id and log, metrics, CORS, rate limits, the per-database
-//! request count, and the JSON body for errors answered before a handler runs.
+//! request count, the challenge of a 401, and the JSON body for errors
+//! answered before a handler runs.
 
+pub mod challenge;
 pub mod cors;
 pub mod error_body;
 pub mod limits;
