@@ -1,10 +1,10 @@
 //! What the book benchmarks share: the fixed-seed `book` generator, its
 //! loader (the `book` type through the write path the API uses, the books
 //! through `eds import`'s bulk path) into a durable cluster kept under /tmp,
-//! and `wrk` runs read back as requests/s and latency.
+//! and `wrk` runs read back as requests/s and latency; for the peer
+//! benchmark also CPU time from `/proc`, timed runs and PocketBase.
 #![allow(dead_code)] // each benchmark uses its own part
 
-use std::path::Path;
 use std::time::Instant;
 
 use diesel::Connection;
@@ -16,6 +16,13 @@ use eds::write::{WriteOp, WriteOutcome, WriteRequest, apply};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value as Json, json};
+
+pub mod cpu;
+pub mod measure;
+pub mod pocketbase;
+pub mod rows;
+mod wrk;
+pub use wrk::{median, wrk};
 
 /// The server's defaults, without rate limits (every client is one address).
 pub const SERVE_ENV: [(&str, &str); 4] = [
@@ -257,12 +264,28 @@ pub async fn load(pool: &Pool, count: usize) -> String {
             "database {DB} holds {books} books, not {count}: drop the benchmark cluster (/tmp/eds-bench-pg-durable)"
         );
     }
+    let started = Instant::now();
+    let (owner, input) = import_input(pool, count).await;
+    eds::cli::import::import(pool, DB, input.as_slice()).await.unwrap();
+    let seconds = started.elapsed().as_secs_f64();
+    println!(
+        "loaded {count} books in {seconds:.1} s (export of the seed, import of all): {:.0} books/s",
+        count as f64 / seconds
+    );
+    let mut conn = pool.get().await.unwrap();
+    diesel::sql_query("VACUUM ANALYZE").execute(&mut conn).await.unwrap();
+    owner
+}
+
+/// Creates the database with its `book` type and empties it again, keeping
+/// what `eds import` then loads: the seed and `count` books. Answers the
+/// owner's id and that input.
+pub async fn import_input(pool: &Pool, count: usize) -> (String, Vec<u8>) {
     let created = eds::db::databases::create(pool, DB, "bench@example.com", "Bench")
         .await
         .unwrap();
     let owner = created.person_id;
     let book = define_books(pool, &owner).await;
-    let started = Instant::now();
     // The seeded database with its `book` type goes out as an export, the
     // books are appended as the write path would store them, and the whole
     // comes back in through `eds import` (into the emptied database).
@@ -305,16 +328,7 @@ pub async fn load(pool: &Pool, count: usize) -> String {
             .await
             .unwrap();
     }
-    drop(conn);
-    eds::cli::import::import(pool, DB, input.as_slice()).await.unwrap();
-    let seconds = started.elapsed().as_secs_f64();
-    println!(
-        "loaded {count} books in {seconds:.1} s (export of the seed, import of all): {:.0} books/s",
-        count as f64 / seconds
-    );
-    let mut conn = pool.get().await.unwrap();
-    diesel::sql_query("VACUUM ANALYZE").execute(&mut conn).await.unwrap();
-    owner
+    (owner, input)
 }
 
 pub async fn owner(pool: &Pool) -> String {
@@ -332,70 +346,4 @@ pub async fn owner(pool: &Pool) -> String {
     .await
     .unwrap()
     .id
-}
-
-/// One `wrk` run of `clients` connections, with a bearer token and a Lua script choosing each
-/// request when given: requests/s, p50 and p99 in milliseconds (none when no
-/// request finished), and the answers other than 2xx (503 `query_timeout`).
-pub fn wrk(
-    url: &str,
-    token: Option<&str>,
-    script: Option<&Path>,
-    seconds: u32,
-    clients: u32,
-) -> (f64, Option<(f64, f64)>, u64) {
-    let mut command = std::process::Command::new("wrk");
-    let threads = clients.min(2);
-    command.args([
-        &format!("-t{threads}"),
-        &format!("-c{clients}"),
-        &format!("-d{seconds}s"),
-        "--timeout",
-        "30s",
-        "--latency",
-    ]);
-    if let Some(token) = token {
-        command.args(["-H", &format!("Authorization: Bearer {token}")]);
-    }
-    if let Some(script) = script {
-        command.arg("-s").arg(script);
-    }
-    let output = command.arg(url).output().expect("wrk (apt install wrk)");
-    let text = String::from_utf8_lossy(&output.stdout);
-    let field = |prefix: &str| -> Option<f64> {
-        let line = text.lines().find(|line| line.trim_start().starts_with(prefix))?;
-        let value = line.trim_start()[prefix.len()..].trim();
-        Some(millis(value.split_whitespace().next()?))
-    };
-    let rate: f64 = text
-        .lines()
-        .find_map(|line| line.strip_prefix("Requests/sec:"))
-        .and_then(|rate| rate.trim().parse().ok())
-        .unwrap_or(0.0);
-    let errors = text
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("Non-2xx or 3xx responses:"))
-        .and_then(|count| count.trim().parse().ok())
-        .unwrap_or(0);
-    let latency = field("50%").zip(field("99%")).filter(|_| rate > 0.0);
-    (rate, latency, errors)
-}
-
-/// wrk's durations (`812.00us`, `1.20ms`, `2.01s`) in milliseconds.
-pub fn millis(text: &str) -> f64 {
-    let (number, factor) = if let Some(n) = text.strip_suffix("us") {
-        (n, 0.001)
-    } else if let Some(n) = text.strip_suffix("ms") {
-        (n, 1.0)
-    } else if let Some(n) = text.strip_suffix('s') {
-        (n, 1000.0)
-    } else {
-        (text, 1.0)
-    };
-    number.parse::<f64>().unwrap() * factor
-}
-
-pub fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
