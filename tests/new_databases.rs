@@ -1,5 +1,5 @@
 //! New databases and first logins, end to end: `GET /api/new/{db}`,
-//! `POST /api/new` with a provider login, the daily limit, `eds db delete`,
+//! `POST /api/new` (and `PUT`) with a provider login, the daily limit, `eds db delete`,
 //! the `add_user` person, and `user.name` across databases.
 
 mod common;
@@ -227,4 +227,35 @@ async fn user_name_is_the_persons_name_in_the_first_database_by_name_that_has_on
     assert_eq!(dbs, ["aaa_first", "demo"]);
     assert_eq!(body["accounts"][0]["user"]["name"], Json::Null);
     assert_eq!(body["user"]["name"], "Bob");
+}
+
+#[tokio::test]
+async fn put_api_new_creates_a_database_as_post_does_with_the_same_rules() {
+    let (app, sink) = app_with_mail(&[]).await;
+    let token = access_token(&app, &sink, "founder@example.com", "", 0).await;
+    let (status, body) = app
+        .call("PUT", "/api/new", Some(&token), Some(json!({"database": "put_books"})))
+        .await;
+    assert_eq!((status, &body), (201, &json!({"db": "put_books"})));
+    let (_, refreshed) = app.get("/api/auth/refresh", &token).await;
+    assert_eq!(refreshed["accounts"][0]["_id"], "put_books", "{refreshed}");
+    // the same refusals: a taken name, an API key's token, no token
+    let (status, body) = app
+        .call("PUT", "/api/new", Some(&token), Some(json!({"database": "put_books"})))
+        .await;
+    assert_eq!((status, body["error"].as_str()), (409, Some("database_exists")));
+    let key_token = app.owner_token().await;
+    let (status, _) = app
+        .call(
+            "PUT",
+            "/api/new",
+            Some(&key_token),
+            Some(json!({"database": "other_books"})),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _) = app
+        .call("PUT", "/api/new", None, Some(json!({"database": "other_books"})))
+        .await;
+    assert_eq!(status, 401);
 }

@@ -283,6 +283,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         // Before `/api/{db}/...`: `new` is a reserved database name.
         at(M::GET, "/api/new/{db}", new_db::available),
         at(M::POST, "/api/new", new_db::create),
+        at(M::PUT, "/api/new", new_db::create_by_put),
         at(M::GET, "/api/{db}", usage::read),
         at(M::POST, "/api/{db}/mcp", mcp::post),
         at(M::GET, "/api/{db}/mcp", mcp::stream),

@@ -86,3 +86,26 @@ pub async fn create(
     .await?;
     Ok(HttpResponse::Created().json(CreatedDatabase { db: name }))
 }
+
+#[utoipa::path(
+    put, path = "/api/new", operation_id = "create_database_put", tag = "databases", summary = "Create a database (as the original's clients send it)",
+    description = "The same as `POST /api/new`: the original's web app creates databases with `PUT`.",
+    security(("jwt" = [])),
+    request_body(content = NewDatabase, example = json!({"database": "my_books"})),
+    responses(
+        (status = 201, description = "Created", body = CreatedDatabase, example = json!({"db": "my_books"})),
+        (status = 400, description = "A malformed body, or a name that is malformed or reserved (`invalid_database_name`)", body = ErrorBody),
+        (status = 401, response = inline(InvalidToken)),
+        (status = 403, description = "The token is an API key's, not a signed-in person's", body = ErrorBody),
+        (status = 409, description = "The name is taken", body = ErrorBody),
+        (status = 429, description = "The login created its databases for today", body = ErrorBody),
+        (status = 503, response = inline(ReadUnavailable)),
+    )
+)]
+pub async fn create_by_put(
+    state: web::Data<AppState>,
+    caller: Caller,
+    body: web::Json<NewDatabase>,
+) -> Result<HttpResponse, ApiError> {
+    create(state, caller, body).await
+}

@@ -56,6 +56,7 @@ use crate::error::{ApiError, ErrorBody};
         sign_in::send_link,
         new_db::available,
         new_db::create,
+        new_db::create_by_put,
         usage::read,
         list::list,
         metrics::read,

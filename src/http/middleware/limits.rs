@@ -71,7 +71,8 @@ fn route_bucket(method: &Method, pattern: &str) -> Option<Bucket> {
         "/api/auth/refresh" => false,
         _ => pattern.starts_with("/api/auth/") || pattern.starts_with("/auth/"),
     };
-    (signs_in && (method == Method::GET || method == Method::POST)).then_some(Bucket::Auth)
+    // `PUT /api/new` is the original's way of creating a database
+    (signs_in && [Method::GET, Method::POST, Method::PUT].contains(method)).then_some(Bucket::Auth)
 }
 
 /// The configured buckets; a bucket is absent when its limit is off.
@@ -432,6 +433,7 @@ mod tests {
         assert_eq!(route_bucket(&Method::GET, "/api/auth/refresh"), None);
         assert_eq!(route_bucket(&Method::POST, "/api/auth/{provider}"), Some(Bucket::Auth));
         assert_eq!(route_bucket(&Method::POST, "/api/new"), Some(Bucket::Auth));
+        assert_eq!(route_bucket(&Method::PUT, "/api/new"), Some(Bucket::Auth));
         assert_eq!(route_bucket(&Method::GET, "/api/{db}/entity"), None);
     }
 }
