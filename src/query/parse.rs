@@ -34,10 +34,10 @@ impl ListQuery {
                     query.props = Some(
                         value
                             .split(',')
-                            .map(str::trim)
-                            .filter(|p| !p.is_empty())
                             // the original's clients name a value field too (`query.string`)
-                            .map(|p| p.split_once('.').map_or(p, |(prop, _)| prop).to_owned())
+                            .map(|p| p.split_once('.').map_or(p, |(prop, _)| prop).trim())
+                            .filter(|p| !p.is_empty())
+                            .map(str::to_owned)
                             .collect(),
                     )
                 }
@@ -728,6 +728,11 @@ mod tests {
                 .unwrap()
                 .props,
             Some(["ordinal", "group", "query", "_type"].map(str::to_owned).to_vec())
+        );
+        // nothing before the dot names nothing; spaces around it are dropped
+        assert_eq!(
+            parse(&[("props", ".string, name .string ,")]).unwrap().props,
+            Some(vec!["name".to_owned()])
         );
     }
 
