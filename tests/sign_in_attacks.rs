@@ -7,6 +7,7 @@ mod common;
 
 use common::TestApp;
 use common::email_login::{accept_invitation, app_with_mail, client_at, exchange, invite_bob};
+use common::oauth::{REDIRECT, authorize_url, location, register};
 use serde_json::{Value as Json, json};
 
 /// Posts the e-mail form for `email` from 127.0.0.1 with the browser headers `headers`.
@@ -88,48 +89,16 @@ async fn html_pages_carry_no_cors_headers_and_json_answers_keep_them() {
     assert_eq!(response.headers()["access-control-allow-origin"], "*");
 }
 
-/// A client registered for `https://client.example/cb`; answers its id.
-async fn register_client(app: &TestApp) -> String {
-    let response = app
-        .http
-        .post(format!("{}/auth/register", app.url))
-        .json(&json!({"client_name": "Flood", "redirect_uris": ["https://client.example/cb"]}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201);
-    response.json::<Json>().await.unwrap()["client_id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
-/// Where authorize sends `browser` for `client_id`.
+/// Where authorize sends `browser` for `client_id` (the usual parameters).
 async fn authorize(app: &TestApp, browser: &reqwest::Client, client_id: &str) -> String {
-    let query = serde_urlencoded::to_string([
-        ("client_id", client_id),
-        ("redirect_uri", "https://client.example/cb"),
-        ("response_type", "code"),
-        ("code_challenge", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"),
-        ("code_challenge_method", "S256"),
-        ("state", "s"),
-        ("db", "demo"),
-        ("provider", "e-mail"),
-    ])
-    .unwrap();
-    let response = browser
-        .get(format!("{}/auth/authorize?{query}", app.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 302);
-    response.headers()["location"].to_str().unwrap().to_owned()
+    let response = browser.get(authorize_url(app, client_id, &[])).send().await.unwrap();
+    location(&response)
 }
 
 #[tokio::test]
 async fn one_address_holds_at_most_100_pending_sign_ins_then_authorize_is_temporarily_unavailable_and_the_pages_429() {
     let (app, sink) = app_with_mail(&[]).await;
-    let client_id = register_client(&app).await;
+    let client_id = register(&app).await;
     let flooder = client_at("127.0.0.1");
     // all at once: a burst cannot pass the bound together
     let answers = futures_util::future::join_all((0..120).map(|_| authorize(&app, &flooder, &client_id))).await;
@@ -137,7 +106,7 @@ async fn one_address_holds_at_most_100_pending_sign_ins_then_authorize_is_tempor
     let refused: Vec<&String> = answers.iter().filter(|answer| !answer.starts_with(&app.url)).collect();
     assert_eq!((to_sign_in, refused.len()), (100, 20));
     for refused in refused {
-        assert!(refused.starts_with("https://client.example/cb?"), "{refused}");
+        assert!(refused.starts_with(&format!("{REDIRECT}?")), "{refused}");
         assert!(refused.contains("error=temporarily_unavailable"), "{refused}");
     }
     let (status, body) = post_email_form(&app, &[], "flooder@example.com").await;
