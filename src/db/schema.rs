@@ -34,6 +34,7 @@ diesel::table! {
         search_private -> Text,
         search_domain -> Text,
         search_public -> Text,
+        audience -> Int8,
     }
 }
 
@@ -60,6 +61,19 @@ diesel::table! {
         deleted_at -> Nullable<Timestamptz>,
         deleted_by -> Nullable<Text>,
         login_provider -> Nullable<Text>,
+        type_id -> Nullable<Text>,
+        audience -> Nullable<Int8>,
+        level -> Nullable<Int2>,
+    }
+}
+
+diesel::table! {
+    audiences (db, id) {
+        db -> Text,
+        id -> Int8,
+        sharing -> Text,
+        viewers -> Array<Text>,
+        noaccess -> Array<Text>,
     }
 }
 
@@ -118,6 +132,7 @@ diesel::table! {
 }
 
 diesel::allow_tables_to_appear_in_same_query!(
+    audiences,
     databases,
     entities,
     idempotent_writes,

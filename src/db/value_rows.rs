@@ -42,18 +42,23 @@ pub struct ValueRecord {
 }
 
 /// Inserts value rows in one statement over column arrays (`unnest`): its
-/// text is the same for any number of rows, so it stays prepared.
+/// text is the same for any number of rows, so it stays prepared. Each row
+/// takes its entity's type, audience and the view level of its property
+/// from the entity row as it is now (a later change of the entity row
+/// brings its live values along: migration `value_visibility`).
 pub async fn insert_values(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -> QueryResult<usize> {
     let text = |pick: fn(&ValueRecord) -> Option<String>| rows.iter().map(pick).collect::<Vec<_>>();
     let stamps = |pick: fn(&ValueRecord) -> Option<DateTime<Utc>>| rows.iter().map(pick).collect::<Vec<_>>();
     let query = diesel::sql_query(
         "INSERT INTO property_values (db, id, entity_id, prop, string, number, boolean, date, datetime, \
          reference, filename, filesize, filetype, language, secret, secret_lookup, created_at, created_by, \
-         deleted_at, deleted_by, login_provider) \
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
+         deleted_at, deleted_by, login_provider, type_id, audience, level) \
+         SELECT u.*, e.type_id, e.audience, value_level(u.prop, e.public_props, e.domain_props) \
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
          $6::double precision[], $7::boolean[], $8::date[], $9::timestamptz[], $10::text[], $11::text[], \
          $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[], $17::timestamptz[], $18::text[], \
-         $19::timestamptz[], $20::text[], $21::text[])",
+         $19::timestamptz[], $20::text[], $21::text[]) AS u(db, id, entity_id, prop) \
+         LEFT JOIN entities e ON e.db = u.db AND e.id = u.entity_id",
     )
     .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.db.clone())))
     .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.id.clone())))

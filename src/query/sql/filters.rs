@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use super::search::search_words;
 use super::statement::{Bind, Sql};
+use super::visibility::visible_value;
 use crate::model::{API_KEY_PROPERTY, TYPE_PROPERTY};
 use crate::query::{Condition, Field, ListQuery, Operand, Operator, RegexFlags};
 use crate::rights::ALWAYS_SHOWN;
@@ -102,9 +103,10 @@ pub(super) fn column(field: Field) -> &'static str {
     }
 }
 
-/// A filter: the caller's view of `e` shows the property, and one of its
-/// live values passes every condition. The values are found first, through
-/// the (database, property, value) indexes, and only their entities checked.
+/// A filter: one of the entity's live values of the property, that the
+/// caller may see, passes every condition. The values are found first,
+/// through the (database, property, value) indexes, which also decide the
+/// caller's view of each ([`visible_value`]).
 fn filter_clause(
     sql: &mut Sql,
     db: &str,
@@ -115,32 +117,73 @@ fn filter_clause(
     holds_references: bool,
 ) {
     if prop == TYPE_PROPERTY && matches!(field, Field::String | Field::Reference) {
-        type_clause(sql, db, field, conditions);
+        type_clause(sql, db, "e.type_id", field, conditions);
         return;
     }
-    sql.push("(");
-    shown(sql, person, prop);
-    sql.push(" AND e.id IN (");
-    let values = |sql: &mut Sql| {
-        sql.push("SELECT v.entity_id FROM property_values v WHERE v.db = ")
-            .bind(Bind::Text(db.to_owned()))
-            .push(" AND v.prop = ")
-            .bind(Bind::Text(prop.to_owned()))
-            .push(" AND v.deleted_at IS NULL");
+    sql.push("e.id IN (");
+    let source = ValueFilter {
+        prop,
+        field,
+        conditions: conditions.to_vec(),
+        holds_references,
     };
-    let tests = |sql: &mut Sql, column: &str| {
-        for condition in conditions {
-            sql.push(" AND ");
-            value_test(sql, column, condition);
-        }
-    };
-    values(sql);
-    if field == Field::String {
-        tests(sql, "v.string");
-        if holds_references {
+    source.matching_values(sql, db, person, &[], false);
+    sql.push(")");
+}
+
+/// The positive conditions on one property and field of a list query.
+pub(super) struct ValueFilter<'a> {
+    pub(super) prop: &'a str,
+    pub(super) field: Field,
+    pub(super) conditions: Vec<Condition>,
+    /// Whether the property holds references somewhere in the database: a
+    /// `string` filter then also matches a reference by its target's name.
+    pub(super) holds_references: bool,
+}
+
+impl ValueFilter<'_> {
+    /// `SELECT v.entity_id[, v.<field> AS k] FROM property_values v WHERE ...`:
+    /// the live values of the property that pass every condition and that
+    /// the caller may see, of entities whose type passes `types` (filters on
+    /// `_type`); with `key`, `k` is the value's field (NULL for a reference
+    /// matched by its target's name).
+    pub(super) fn matching_values(
+        &self,
+        sql: &mut Sql,
+        db: &str,
+        person: Option<&str>,
+        types: &[TypeFilter],
+        key: bool,
+    ) {
+        let values = |sql: &mut Sql, column: &str| {
+            sql.push("SELECT v.entity_id");
+            if key {
+                sql.push(&format!(", {column} AS k"));
+            }
+            sql.push(" FROM property_values v WHERE v.db = ")
+                .bind(Bind::Text(db.to_owned()))
+                .push(" AND v.prop = ")
+                .bind(Bind::Text(self.prop.to_owned()))
+                .push(" AND v.deleted_at IS NULL AND ");
+            visible_value(sql, "v", db, person);
+            for filter in types {
+                sql.push(" AND ");
+                type_clause(sql, db, "v.type_id", filter.field, &filter.conditions);
+            }
+        };
+        let tests = |sql: &mut Sql, column: &str| {
+            for condition in &self.conditions {
+                sql.push(" AND ");
+                value_test(sql, column, condition);
+            }
+        };
+        let column = format!("v.{}", column(self.field));
+        values(sql, &column);
+        tests(sql, &column);
+        if self.field == Field::String && self.holds_references {
             // A reference's `string` is the referenced entity's name.
             sql.push(" UNION ALL ");
-            values(sql);
+            values(sql, "NULL::text");
             sql.push(" AND v.reference IS NOT NULL AND v.reference IN (SELECT r.id FROM entities r WHERE r.db = ")
                 .bind(Bind::Text(db.to_owned()))
                 .push(" AND r.deleted_at IS NULL");
@@ -150,10 +193,13 @@ fn filter_clause(
             tests(sql, "r.name");
             sql.push(")");
         }
-    } else {
-        tests(sql, &format!("v.{}", column(field)));
     }
-    sql.push("))");
+}
+
+/// The conditions of a filter on `_type` (by reference or by name).
+pub(super) struct TypeFilter {
+    pub(super) field: Field,
+    pub(super) conditions: Vec<Condition>,
 }
 
 /// A filter on `_type` by reference or by the type's name (rule 15). Every
@@ -161,17 +207,18 @@ fn filter_clause(
 /// the test reads that column (indexed with the database) instead of
 /// collecting the entities of a type from the value rows: `_type.string=book`
 /// is then a condition the planner can check on the other filters' few
-/// matches rather than a list of every book.
-fn type_clause(sql: &mut Sql, db: &str, field: Field, conditions: &[Condition]) {
-    sql.push("(e.type_id IS NOT NULL");
+/// matches rather than a list of every book. Value rows carry their entity's
+/// type as well, so `type_id` is `e.type_id` or `v.type_id`.
+fn type_clause(sql: &mut Sql, db: &str, type_id: &str, field: Field, conditions: &[Condition]) {
+    sql.push(&format!("({type_id} IS NOT NULL"));
     if field == Field::Reference {
         for condition in conditions {
             sql.push(" AND ");
-            value_test(sql, "e.type_id", condition);
+            value_test(sql, type_id, condition);
         }
     } else {
         // type names are schema: no view rule applies to them (rule 15)
-        sql.push(" AND e.type_id IN (SELECT r.id FROM entities r WHERE r.db = ")
+        sql.push(&format!(" AND {type_id} IN (SELECT r.id FROM entities r WHERE r.db = "))
             .bind(Bind::Text(db.to_owned()))
             .push(" AND r.deleted_at IS NULL");
         for condition in conditions {

@@ -7,9 +7,11 @@
 mod chunks;
 mod filters;
 mod group;
+mod matches;
 mod search;
 mod sort;
 mod statement;
+mod visibility;
 
 use std::collections::{HashMap, HashSet};
 
@@ -20,6 +22,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 pub use chunks::{CHUNK, Chunks, is_streamed};
 use filters::where_clause;
 use group::{group_statement, run_grouped};
+use matches::FromValues;
 use sort::{order_by, ordered_matches, page_window};
 use statement::{Bind, Sql};
 
@@ -176,6 +179,7 @@ fn page_counts_matches(query: &ListQuery) -> bool {
 /// One page of matches, and the count of all matches (needed unless the page
 /// counted them or shows the count itself, see [`count_from_page`]).
 fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, referencing: &HashSet<String>) -> (Sql, Sql) {
+    let plan = FromValues::plan(query, referencing);
     let mut page = Sql::default();
     page.push("SELECT ").push(ENTITY_COLUMNS);
     if page_counts_matches(query) {
@@ -189,6 +193,17 @@ fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, referencin
             .bind(Bind::Text(db.to_owned()))
             .push(" AND e.id = p.id ORDER BY ");
         order_by(&mut page, "p", query);
+    } else if let Some(plan) = &plan {
+        // the page's ids first: only the rows shown are read
+        page.push(", NULL::bigint AS matches FROM (SELECT m.id FROM (");
+        plan.matches(&mut page, db, person);
+        page.push(") m ORDER BY ");
+        order_by(&mut page, "m", query);
+        page_window(&mut page, query);
+        page.push(") p JOIN entities e ON e.db = ")
+            .bind(Bind::Text(db.to_owned()))
+            .push(" AND e.id = p.id ORDER BY ");
+        order_by(&mut page, "e", query);
     } else {
         page.push(", NULL::bigint AS matches FROM entities e WHERE ");
         where_clause(&mut page, db, person, query, referencing);
@@ -198,8 +213,14 @@ fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, referencin
     }
 
     let mut count = Sql::default();
-    count.push("SELECT count(*) AS count FROM entities e WHERE ");
-    where_clause(&mut count, db, person, query, referencing);
+    if let Some(plan) = &plan {
+        count.push("SELECT count(*) AS count FROM (");
+        plan.matches(&mut count, db, person);
+        count.push(") m");
+    } else {
+        count.push("SELECT count(*) AS count FROM entities e WHERE ");
+        where_clause(&mut count, db, person, query, referencing);
+    }
     (page, count)
 }
 

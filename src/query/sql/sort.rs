@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 
 use super::filters::{column, shown, where_clause};
+use super::matches::FromValues;
 use super::statement::{Bind, Sql};
 use crate::query::{Field, ListQuery, SortTarget};
 
@@ -15,7 +16,26 @@ pub(super) fn ordered_matches(
     query: &ListQuery,
     referencing: &HashSet<String>,
 ) {
-    sql.push("SELECT m.*, count(*) OVER () AS matches FROM (SELECT e.id");
+    sql.push("SELECT m.*, count(*) OVER () AS matches FROM (");
+    if let Some(plan) = FromValues::plan(query, referencing) {
+        plan.matches(sql, db, person);
+    } else {
+        matches_from_entities(sql, db, person, query, referencing);
+    }
+    sql.push(" OFFSET 0) m ORDER BY ");
+    order_by(sql, "m", query);
+    page_window(sql, query);
+}
+
+/// The matches with their sort keys, from the entity rows.
+fn matches_from_entities(
+    sql: &mut Sql,
+    db: &str,
+    person: Option<&str>,
+    query: &ListQuery,
+    referencing: &HashSet<String>,
+) {
+    sql.push("SELECT e.id");
     for (index, key) in query.sort.iter().enumerate() {
         if let SortTarget::Value { prop, field } = &key.target {
             sql.push(", ");
@@ -25,9 +45,6 @@ pub(super) fn ordered_matches(
     }
     sql.push(" FROM entities e WHERE ");
     where_clause(sql, db, person, query, referencing);
-    sql.push(" OFFSET 0) m ORDER BY ");
-    order_by(sql, "m", query);
-    page_window(sql, query);
 }
 
 /// The value an entity sorts by for one sort key. Multi-valued properties

@@ -1,0 +1,177 @@
+//! The matches of a list query found from the value rows alone. Value rows
+//! carry their entity's type and what decides who may see them, so a query
+//! of positive value filters (and `_type`) is answered by index-only scans of
+//! the value indexes: its count needs no entity row, and its page reads only
+//! the rows it shows. A sort by the filtered property reads its keys from
+//! the same values when they are the ones the sort would pick.
+
+use std::collections::HashSet;
+
+use super::filters::{TypeFilter, ValueFilter};
+use super::statement::Sql;
+use crate::model::{API_KEY_PROPERTY, TYPE_PROPERTY};
+use crate::query::{Condition, Field, ListQuery, Operator, SortTarget};
+
+/// A list query answered from its value rows: the filter whose values drive
+/// it (and give the sort keys), the other filters its entities must pass,
+/// and the `_type` filters.
+pub(super) struct FromValues<'a> {
+    driver: ValueFilter<'a>,
+    others: Vec<ValueFilter<'a>>,
+    types: Vec<TypeFilter>,
+    /// Per value sort key: its index in the query's sort and its aggregate.
+    keys: Vec<(usize, &'static str)>,
+}
+
+impl<'a> FromValues<'a> {
+    /// The plan of `query`, if its matches can be found from value rows:
+    /// no search words, no group, no negated filter, at least one value
+    /// filter, and every value sort key on one filter's property and field
+    /// with conditions that keep the key the sort would pick among the
+    /// matching values.
+    pub(super) fn plan(query: &'a ListQuery, referencing: &HashSet<String>) -> Option<FromValues<'a>> {
+        if !query.words.is_empty() || !query.group.is_empty() {
+            return None;
+        }
+        let mut values: Vec<ValueFilter<'a>> = Vec::new();
+        let mut types: Vec<TypeFilter> = Vec::new();
+        for filter in &query.filters {
+            let negated = matches!(
+                filter.condition,
+                Condition::Compare(Operator::Ne, _) | Condition::Exists(false)
+            );
+            if negated || filter.prop == API_KEY_PROPERTY {
+                return None;
+            }
+            let condition = filter.condition.clone();
+            if filter.prop == TYPE_PROPERTY && matches!(filter.field, Field::String | Field::Reference) {
+                match types.iter_mut().find(|group| group.field == filter.field) {
+                    Some(group) => group.conditions.push(condition),
+                    None => types.push(TypeFilter {
+                        field: filter.field,
+                        conditions: vec![condition],
+                    }),
+                }
+                continue;
+            }
+            match values
+                .iter_mut()
+                .find(|group| group.prop == filter.prop && group.field == filter.field)
+            {
+                Some(group) => group.conditions.push(condition),
+                None => values.push(ValueFilter {
+                    prop: &filter.prop,
+                    field: filter.field,
+                    conditions: vec![condition],
+                    holds_references: referencing.contains(&filter.prop),
+                }),
+            }
+        }
+        let mut keys = Vec::new();
+        let mut driver = None;
+        for (index, key) in query.sort.iter().enumerate() {
+            let SortTarget::Value { prop, field } = &key.target else {
+                continue;
+            };
+            let found = values
+                .iter()
+                .position(|group| group.prop == prop && group.field == *field)?;
+            let group = &values[found];
+            if *driver.get_or_insert(found) != found
+                || (group.field == Field::String && group.holds_references)
+                || !keeps_the_key(&group.conditions, key.descending)
+            {
+                return None;
+            }
+            keys.push((index, if key.descending { "max" } else { "min" }));
+        }
+        if values.is_empty() {
+            return None;
+        }
+        let driver = values.remove(driver.unwrap_or(0));
+        Some(FromValues {
+            driver,
+            others: values,
+            types,
+            keys,
+        })
+    }
+
+    /// `SELECT x.entity_id AS id, <key> AS k{index}... FROM ... GROUP BY
+    /// x.entity_id`: each match once, with its sort keys.
+    pub(super) fn matches(&self, sql: &mut Sql, db: &str, person: Option<&str>) {
+        sql.push("SELECT x.entity_id AS id");
+        for (index, aggregate) in &self.keys {
+            sql.push(&format!(", {aggregate}(x.k) AS k{index}"));
+        }
+        sql.push(" FROM (");
+        self.driver
+            .matching_values(sql, db, person, &self.types, !self.keys.is_empty());
+        sql.push(") x");
+        for (n, other) in self.others.iter().enumerate() {
+            sql.push(if n == 0 { " WHERE " } else { " AND " });
+            sql.push("x.entity_id IN (");
+            other.matching_values(sql, db, person, &[], false);
+            sql.push(")");
+        }
+        sql.push(" GROUP BY x.entity_id");
+    }
+}
+
+/// Whether, for an entity with some value passing `conditions`, the value a
+/// sort picks (the largest descending, the smallest ascending) passes them
+/// too: under lower bounds the largest does, under upper bounds the
+/// smallest; any other condition may leave it out.
+fn keeps_the_key(conditions: &[Condition], descending: bool) -> bool {
+    conditions.iter().all(|condition| match condition {
+        Condition::Exists(true) => true,
+        Condition::Compare(Operator::Gt | Operator::Gte, _) => descending,
+        Condition::Compare(Operator::Lt | Operator::Lte, _) => !descending,
+        _ => false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(query: &str, referencing: &[&str]) -> bool {
+        let params: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap();
+        let query = ListQuery::parse(&params).unwrap();
+        let referencing: HashSet<String> = referencing.iter().map(|prop| (*prop).to_owned()).collect();
+        FromValues::plan(&query, &referencing).is_some()
+    }
+
+    #[test]
+    fn positive_value_filters_are_answered_from_the_value_rows() {
+        assert!(plan_of("code.string=BK-1", &[]));
+        assert!(plan_of("_type.string=book&price.number.gt=990&sort=-price.number", &[]));
+        assert!(plan_of("price.number.lt=10&sort=price.number&limit=5", &[]));
+        assert!(plan_of("price.number.gte=5&title.string=Dune&sort=-_id", &[]));
+    }
+
+    #[test]
+    fn queries_the_value_rows_cannot_answer_alone_are_not() {
+        assert!(!plan_of("_type.string=book", &[]), "no value filter");
+        assert!(!plan_of("q=dune&code.string=BK-1", &[]), "search words");
+        assert!(!plan_of("code.string.ne=BK-1&price.number.gt=1", &[]), "a negation");
+        assert!(!plan_of("price.number.gt=1&group=instock.boolean", &[]), "a group");
+        assert!(
+            !plan_of("price.number.gt=1&sort=title.string", &[]),
+            "a key of another property"
+        );
+        assert!(
+            !plan_of("author.string.gt=A&sort=-author.string", &["author"]),
+            "names of references"
+        );
+    }
+
+    #[test]
+    fn a_sort_key_comes_from_the_matches_only_when_bounds_keep_it() {
+        assert!(plan_of("price.number.gt=1&sort=-price.number", &[]));
+        assert!(!plan_of("price.number.gt=1&sort=price.number", &[]));
+        assert!(!plan_of("price.number.lt=1&sort=-price.number", &[]));
+        assert!(!plan_of("price.number=1&sort=-price.number", &[]));
+        assert!(plan_of("price.number.exists=true&sort=price.number", &[]));
+    }
+}
