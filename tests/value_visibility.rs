@@ -197,3 +197,61 @@ async fn rights_changes_reach_the_value_rows_in_the_write_that_makes_them() {
     assert_eq!(shelf.matches(None, "title.string.exists=true").await, [0, 3, 4]);
     assert_eq!(shelf.matches(None, "price.number.exists=true").await, NONE);
 }
+
+#[tokio::test]
+async fn whole_type_counts_are_exact_for_every_caller_through_creates_deletes_and_rights_changes() {
+    let shelf = shelf().await;
+    let callers = [Some(shelf.owner.as_str()), Some(shelf.reader.as_str()), None];
+    let counts = || async {
+        let mut counts = Vec::new();
+        for token in callers {
+            // full pages: the count is asked for, from the tallies
+            for query in [
+                "_type.string=book&limit=1",
+                "_type.string.in=book,folder&limit=1",
+                "limit=1",
+            ] {
+                let path = format!("/api/demo/entity?{query}");
+                let (status, whole) = shelf.app.call("GET", &path, token, None).await;
+                assert_eq!(status, 200, "{whole}");
+                let (_, by_rows) = shelf
+                    .app
+                    .call("GET", &format!("{path}&never.string.ne=x"), token, None)
+                    .await;
+                assert_eq!(whole["count"], by_rows["count"], "{query} as {token:?}");
+                if query != "limit=1" {
+                    counts.push(whole["count"].as_u64().unwrap());
+                }
+            }
+        }
+        counts
+    };
+    // owner: 6 books (and 6 with the folder); reader: 4 and 5; anonymous: 2 and 2
+    assert_eq!(counts().await, [6, 7, 4, 5, 2, 2]);
+    let (status, _) = shelf
+        .app
+        .delete(&format!("/api/demo/entity/{}", shelf.books[0]), &shelf.owner)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(counts().await, [5, 6, 3, 4, 1, 1]);
+    shelf
+        .app
+        .post(
+            &format!("/api/demo/entity/{}", shelf.books[3]),
+            &shelf.owner,
+            json!({"type": "_viewer", "reference": shelf.reader_id}),
+        )
+        .await;
+    assert_eq!(counts().await, [5, 6, 4, 5, 1, 1]);
+    let (_, parent) = shelf
+        .app
+        .get(&format!("/api/demo/entity/{}", shelf.parent), &shelf.owner)
+        .await;
+    let viewer = parent["entity"]["_viewer"][0]["_id"].as_str().unwrap().to_owned();
+    shelf
+        .app
+        .delete(&format!("/api/demo/property/{viewer}"), &shelf.owner)
+        .await;
+    // the parent folder and its inheriting book leave the reader's counts
+    assert_eq!(counts().await, [5, 6, 3, 3, 1, 1]);
+}

@@ -9,6 +9,7 @@ pub mod formulas;
 pub mod idempotency;
 pub mod local_cluster;
 pub mod prepared;
+pub mod references;
 pub mod projection;
 pub mod reprojection_queue;
 pub mod schema;

@@ -8,7 +8,7 @@ use super::search::search_words;
 use super::statement::{Bind, Sql};
 use super::visibility::visible_value;
 use crate::model::{API_KEY_PROPERTY, TYPE_PROPERTY};
-use crate::query::{Condition, Field, ListQuery, Operand, Operator, RegexFlags};
+use crate::query::{Condition, Field, Filter, ListQuery, Operand, Operator, RegexFlags};
 use crate::rights::ALWAYS_SHOWN;
 
 /// The conditions every match meets: a live entity of `db` the caller may
@@ -168,7 +168,7 @@ impl ValueFilter<'_> {
             visible_value(sql, "v", db, person);
             for filter in types {
                 sql.push(" AND ");
-                type_clause(sql, db, "v.type_id", filter.field, &filter.conditions);
+                filter.test(sql, db, "v.type_id");
             }
         };
         let tests = |sql: &mut Sql, column: &str| {
@@ -198,8 +198,59 @@ impl ValueFilter<'_> {
 
 /// The conditions of a filter on `_type` (by reference or by name).
 pub(super) struct TypeFilter {
-    pub(super) field: Field,
-    pub(super) conditions: Vec<Condition>,
+    field: Field,
+    conditions: Vec<Condition>,
+}
+
+impl TypeFilter {
+    /// The type id in `type_id` passes the filter.
+    pub(super) fn test(&self, sql: &mut Sql, db: &str, type_id: &str) {
+        type_clause(sql, db, type_id, self.field, &self.conditions);
+    }
+}
+
+/// A query's filters as positive conditions on values and on `_type`,
+/// conditions on one property and field together; `None` when a filter is
+/// negated (`ne`, `exists=false`) or names API keys.
+pub(super) fn positive_filters<'a>(
+    filters: &'a [Filter],
+    referencing: &HashSet<String>,
+) -> Option<(Vec<ValueFilter<'a>>, Vec<TypeFilter>)> {
+    let mut values: Vec<ValueFilter<'a>> = Vec::new();
+    let mut types: Vec<TypeFilter> = Vec::new();
+    for filter in filters {
+        let negated = matches!(
+            filter.condition,
+            Condition::Compare(Operator::Ne, _) | Condition::Exists(false)
+        );
+        if negated || filter.prop == API_KEY_PROPERTY {
+            return None;
+        }
+        let condition = filter.condition.clone();
+        if filter.prop == TYPE_PROPERTY && matches!(filter.field, Field::String | Field::Reference) {
+            match types.iter_mut().find(|group| group.field == filter.field) {
+                Some(group) => group.conditions.push(condition),
+                None => types.push(TypeFilter {
+                    field: filter.field,
+                    conditions: vec![condition],
+                }),
+            }
+            continue;
+        }
+        match values
+            .iter_mut()
+            .find(|group| group.prop == filter.prop && group.field == filter.field)
+        {
+            Some(group) => group.conditions.push(condition),
+            None => values.push(ValueFilter {
+                prop: &filter.prop,
+                field: filter.field,
+                conditions: vec![condition],
+                holds_references: referencing.contains(&filter.prop),
+            }),
+        }
+    }
+    Some((values, types))
 }
 
 /// A filter on `_type` by reference or by the type's name (rule 15). Every

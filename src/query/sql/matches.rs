@@ -7,9 +7,8 @@
 
 use std::collections::HashSet;
 
-use super::filters::{TypeFilter, ValueFilter};
+use super::filters::{TypeFilter, ValueFilter, positive_filters};
 use super::statement::Sql;
-use crate::model::{API_KEY_PROPERTY, TYPE_PROPERTY};
 use crate::query::{Condition, Field, ListQuery, Operator, SortTarget};
 
 /// A list query answered from its value rows: the filter whose values drive
@@ -33,40 +32,7 @@ impl<'a> FromValues<'a> {
         if !query.words.is_empty() || !query.group.is_empty() {
             return None;
         }
-        let mut values: Vec<ValueFilter<'a>> = Vec::new();
-        let mut types: Vec<TypeFilter> = Vec::new();
-        for filter in &query.filters {
-            let negated = matches!(
-                filter.condition,
-                Condition::Compare(Operator::Ne, _) | Condition::Exists(false)
-            );
-            if negated || filter.prop == API_KEY_PROPERTY {
-                return None;
-            }
-            let condition = filter.condition.clone();
-            if filter.prop == TYPE_PROPERTY && matches!(filter.field, Field::String | Field::Reference) {
-                match types.iter_mut().find(|group| group.field == filter.field) {
-                    Some(group) => group.conditions.push(condition),
-                    None => types.push(TypeFilter {
-                        field: filter.field,
-                        conditions: vec![condition],
-                    }),
-                }
-                continue;
-            }
-            match values
-                .iter_mut()
-                .find(|group| group.prop == filter.prop && group.field == filter.field)
-            {
-                Some(group) => group.conditions.push(condition),
-                None => values.push(ValueFilter {
-                    prop: &filter.prop,
-                    field: filter.field,
-                    conditions: vec![condition],
-                    holds_references: referencing.contains(&filter.prop),
-                }),
-            }
-        }
+        let (mut values, types) = positive_filters(&query.filters, referencing)?;
         let mut keys = Vec::new();
         let mut driver = None;
         for (index, key) in query.sort.iter().enumerate() {

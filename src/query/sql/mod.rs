@@ -2,7 +2,9 @@
 //! travels as a bind parameter; the SQL text holds only fixed fragments.
 //! A page is read whole ([`run`]) or, past [`CHUNK`] entities, streamed
 //! ([`Chunks`]); `filters` builds the `WHERE`, `sort` the order, `group` the
-//! grouped lists.
+//! grouped lists. Queries of positive value filters are answered from the
+//! value rows alone (`matches`: they carry what decides the caller's view,
+//! `visibility`), and counts of whole types from the tallies (`tallies`).
 
 mod chunks;
 mod filters;
@@ -11,6 +13,7 @@ mod matches;
 mod search;
 mod sort;
 mod statement;
+mod tallies;
 mod visibility;
 
 use std::collections::{HashMap, HashSet};
@@ -25,6 +28,7 @@ use group::{group_statement, run_grouped};
 use matches::FromValues;
 use sort::{order_by, ordered_matches, page_window};
 use statement::{Bind, Sql};
+use tallies::WholeCount;
 
 use super::{Field, ListQuery, SortTarget};
 use crate::db::prepared::Prepared;
@@ -212,15 +216,22 @@ fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, referencin
         page_window(&mut page, query);
     }
 
-    let mut count = Sql::default();
-    if let Some(plan) = &plan {
-        count.push("SELECT count(*) AS count FROM (");
-        plan.matches(&mut count, db, person);
-        count.push(") m");
-    } else {
-        count.push("SELECT count(*) AS count FROM entities e WHERE ");
-        where_clause(&mut count, db, person, query, referencing);
-    }
+    let count = match (WholeCount::plan(query), &plan) {
+        (Some(whole), _) => whole.statement(db, person),
+        (None, Some(plan)) => {
+            let mut count = Sql::default();
+            count.push("SELECT count(*) AS count FROM (");
+            plan.matches(&mut count, db, person);
+            count.push(") m");
+            count
+        }
+        (None, None) => {
+            let mut count = Sql::default();
+            count.push("SELECT count(*) AS count FROM entities e WHERE ");
+            where_clause(&mut count, db, person, query, referencing);
+            count
+        }
+    };
     (page, count)
 }
 

@@ -38,3 +38,22 @@ pub(super) fn visible_value(sql: &mut Sql, alias: &str, db: &str, person: Option
         }
     }
 }
+
+/// `(SELECT au.id FROM audiences au WHERE ...)`: the audiences whose
+/// entities the caller may read (anonymous callers: public ones; a person:
+/// those viewing them, and those shared beyond private, unless `_noaccess`
+/// keeps them out).
+pub(super) fn readable_audiences(sql: &mut Sql, db: &str, person: Option<&str>) {
+    sql.push("(SELECT au.id FROM audiences au WHERE au.db = ")
+        .bind(Bind::Text(db.to_owned()));
+    match person {
+        None => _ = sql.push(" AND au.sharing = 'public')"),
+        Some(person) => {
+            sql.push(" AND NOT ")
+                .bind(Bind::Text(person.to_owned()))
+                .push(" = ANY (au.noaccess) AND (au.sharing <> 'private' OR ")
+                .bind(Bind::Text(person.to_owned()))
+                .push(" = ANY (au.viewers)))");
+        }
+    }
+}
