@@ -1,8 +1,8 @@
 //! What references may show of the entities they point at, and the read of
 //! one entity together with those entities, in a single statement.
 
-use diesel::{QueryResult, QueryableByName};
 use diesel::sql_types::{Array, Bool, Nullable, Text};
+use diesel::{QueryResult, QueryableByName};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::prepared::Prepared;
@@ -105,7 +105,12 @@ pub async fn entity_with_targets(
     let rows: Vec<EntityOrTarget> = Prepared::kept(query).load(conn).await?;
     let mut entity = None;
     let mut found = Vec::with_capacity(rows.len());
-    for EntityOrTarget { is_target, type_name, row } in rows {
+    for EntityOrTarget {
+        is_target,
+        type_name,
+        row,
+    } in rows
+    {
         if !is_target {
             entity = Some(row);
             continue;

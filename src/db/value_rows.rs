@@ -45,7 +45,7 @@ pub struct ValueRecord {
 /// text is the same for any number of rows, so it stays prepared. Each row
 /// takes its entity's type, audience and the view level of its property
 /// from the entity row as it is now (a later change of the entity row
-/// brings its live values along: migration `value_visibility`).
+/// brings its live values along: migration `visibility_in_value_rows`).
 pub async fn insert_values(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -> QueryResult<usize> {
     let text = |pick: fn(&ValueRecord) -> Option<String>| rows.iter().map(pick).collect::<Vec<_>>();
     let stamps = |pick: fn(&ValueRecord) -> Option<DateTime<Utc>>| rows.iter().map(pick).collect::<Vec<_>>();

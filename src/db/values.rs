@@ -5,8 +5,8 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::prepared::Prepared;
-use crate::db::schema::{entities, property_values};
 pub use crate::db::references::{AccessColumns, Target, targets};
+use crate::db::schema::{entities, property_values};
 pub use crate::db::value_rows::{ValueRecord, insert_values};
 use crate::model::json::number_json;
 use crate::model::stored::ValueRow;

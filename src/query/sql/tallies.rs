@@ -1,5 +1,5 @@
 //! Counts of whole types, or of the whole database, read from the entity
-//! tallies (migration `entity_tallies`): a few rows per type, one per
+//! tallies (migration `visibility_in_value_rows`): a few rows per type, one per
 //! audience, added up over the audiences the caller may read, exact for
 //! every caller whatever their rights.
 

@@ -1,6 +1,6 @@
 //! Whether the caller may see a value, decided on the value row itself:
 //! every live value row carries its entity's read-audience and the widest
-//! view showing its property there (migration `value_visibility`), so a
+//! view showing its property there (migration `visibility_in_value_rows`), so a
 //! filter, a sort or a count over values needs no visit to their entities.
 
 use super::statement::{Bind, Sql};
