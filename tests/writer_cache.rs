@@ -3,7 +3,8 @@
 //! the one its last transaction left, and dropped when any other
 //! transaction (another process's writer, or one outside every writer)
 //! changed an entity since. A writer's transaction bumps the generation
-//! once, whatever it writes.
+//! once, whatever it writes. Within a transaction, new entities are stored
+//! together at its end.
 
 mod common;
 
@@ -16,9 +17,13 @@ use eds::write::{WriteOp, WriteRequest, WriterCache, apply_batch};
 use serde_json::{Value as Json, json};
 
 fn create(app: &TestApp, values: Json) -> (WriteRequest, Vec<GeneratedKey>, tracing::Span) {
+    create_as(&app.person, values)
+}
+
+fn create_as(actor: &str, values: Json) -> (WriteRequest, Vec<GeneratedKey>, tracing::Span) {
     let request = WriteRequest {
         db: "demo".into(),
-        actor: app.person.clone(),
+        actor: actor.to_owned(),
         op: WriteOp::CreateEntity {
             values: parse_body(values.to_string().as_bytes()).unwrap(),
         },
@@ -128,4 +133,58 @@ async fn a_definition_changed_outside_every_writer_governs_the_next_batch() {
         codes(&apply_batch(&app.pool, write(), &mut known).await),
         ["invalid_value"]
     );
+}
+
+#[tokio::test]
+async fn new_entities_of_several_authors_in_one_batch_are_each_stored_as_their_authors() {
+    use eds::write::WriteOutcome;
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let book = app.create_type(&token, "book").await;
+    let (other, _) = app.add_person(&token, "Other").await;
+    let owner = app.person.clone();
+    let authors = [&owner, &other, &owner, &owner];
+    let books = authors
+        .iter()
+        .enumerate()
+        .map(|(n, author)| {
+            create_as(
+                author,
+                json!([{"type": "_type", "reference": book}, {"type": "name", "string": n.to_string()}]),
+            )
+        })
+        .collect();
+    let outcomes = apply_batch(&app.pool, books, &mut WriterCache::default()).await;
+    let ids: Vec<String> = outcomes
+        .iter()
+        .map(|outcome| match outcome.as_ref().unwrap() {
+            WriteOutcome::Written { entity_id, .. } => entity_id.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+
+    #[derive(diesel::QueryableByName)]
+    struct Stored {
+        #[diesel(sql_type = Text)]
+        created_by: String,
+        #[diesel(sql_type = Text)]
+        name: String,
+        #[diesel(sql_type = Text)]
+        owner: String,
+    }
+    let mut conn = app.pool.get().await.unwrap();
+    for (n, (id, author)) in ids.iter().zip(authors).enumerate() {
+        let stored: Stored = diesel::sql_query(
+            "SELECT e.created_by, e.name, o.reference AS owner FROM entities e JOIN property_values o \
+             ON o.db = e.db AND o.entity_id = e.id AND o.prop = '_owner' WHERE e.db = 'demo' AND e.id = $1",
+        )
+        .bind::<Text, _>(id)
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+        assert_eq!(
+            (stored.created_by.as_str(), stored.name, stored.owner.as_str()),
+            (author.as_str(), n.to_string(), author.as_str())
+        );
+    }
 }

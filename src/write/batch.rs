@@ -13,7 +13,7 @@ use super::counters::CounterCache;
 use super::{WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete, idempotency, login};
 use crate::auth::api_key::GeneratedKey;
 use crate::db::databases;
-use crate::db::projection::TypeCache;
+use crate::db::projection::{PendingCreates, TypeCache};
 use crate::error::{ApiError, ErrorCode};
 
 /// How a batch's transaction failed.
@@ -85,20 +85,26 @@ pub(super) async fn run_batch(
             async move {
                 let found = databases::begin_writes(conn, db).await?;
                 let mut cache = TransactionCache::after(earlier, found);
+                let now = Utc::now();
                 let mut outcomes = Vec::with_capacity(batch.len());
                 for (request, keys, span) in batch {
                     let (request, keys) = (request.clone(), keys.clone());
                     if !isolated {
-                        let outcome = apply_one(conn, &mut cache, request, keys).instrument(span.clone());
+                        let outcome = apply_one(conn, &mut cache, request, keys, now).instrument(span.clone());
                         outcomes.push(Ok(outcome.await?));
                         continue;
                     }
                     let caching = &mut cache;
                     let outcome = conn
                         .transaction(|conn| {
-                            apply_one(conn, caching, request, keys)
-                                .instrument(span.clone())
-                                .scope_boxed()
+                            async move {
+                                let outcome = apply_one(conn, caching, request, keys, now).await?;
+                                // inside its savepoint: a refusal there is this write's
+                                caching.pending.store(conn, db).await?;
+                                Ok::<_, ApiError>(outcome)
+                            }
+                            .instrument(span.clone())
+                            .scope_boxed()
                         })
                         .await;
                     if let Err(error) = &outcome {
@@ -112,6 +118,7 @@ pub(super) async fn run_batch(
                     }
                     outcomes.push(outcome);
                 }
+                cache.pending.store(conn, db).await?;
                 let left = databases::bump_generation(conn, db).await?;
                 *reached_commit = true;
                 // only this transaction changed entities since `found`: what
@@ -153,6 +160,8 @@ pub(super) struct TransactionCache {
     /// Actors already found to be persons of the database.
     pub persons: HashSet<String>,
     pub counters: CounterCache,
+    /// New entities not stored yet: stored before anything else may read them.
+    pub pending: PendingCreates,
 }
 
 impl TransactionCache {
@@ -165,7 +174,7 @@ impl TransactionCache {
         TransactionCache {
             types: earlier.types,
             persons: earlier.persons,
-            counters: CounterCache::default(),
+            ..TransactionCache::default()
         }
     }
 
@@ -188,15 +197,24 @@ async fn apply_one(
     cache: &mut TransactionCache,
     request: WriteRequest,
     keys: Vec<GeneratedKey>,
+    batch_now: DateTime<Utc>,
 ) -> Result<WriteOutcome, ApiError> {
     let (db, actor) = (request.db.as_str(), request.actor.as_str());
+    // New entities of one transaction share its moment, so that they are
+    // stored together (a new entity's history is its own). Any other write
+    // may read them: they are stored first, and it takes its own moment.
+    let now = if matches!(request.op, WriteOp::CreateEntity { .. }) {
+        batch_now
+    } else {
+        cache.pending.store(conn, db).await?;
+        Utc::now()
+    };
     // a new login's person is the actor of its own creation
     let creates_actor = matches!(request.op, WriteOp::AddUser { .. });
     if !creates_actor && !cache.persons.contains(actor) {
         access::require_person(conn, db, actor).await?;
         cache.persons.insert(actor.to_owned());
     }
-    let now = Utc::now();
     let Some(key) = request.idempotency else {
         return apply_op(conn, cache, db, actor, now, request.op, keys).await;
     };
