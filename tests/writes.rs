@@ -6,7 +6,7 @@ mod common;
 use common::TestApp;
 use eds::auth::api_key::GeneratedKey;
 use eds::model::value::parse_body;
-use eds::write::{WriteOp, WriteOutcome, WriteRequest, apply_batch};
+use eds::write::{WriteOp, WriteOutcome, WriteRequest, WriterCache, apply_batch};
 use serde_json::{Value as Json, json};
 
 fn create(app: &TestApp, values: Json) -> (WriteRequest, Vec<GeneratedKey>, tracing::Span) {
@@ -51,6 +51,7 @@ async fn a_refused_write_in_a_batch_leaves_no_trace_and_the_others_commit() {
                 json!([{"type": "_type", "reference": book}, {"type": "name", "string": "third"}]),
             ),
         ],
+        &mut WriterCache::default(),
     )
     .await;
     assert_eq!(outcomes.len(), 3);
@@ -93,6 +94,7 @@ async fn a_definition_written_earlier_in_a_batch_governs_the_later_writes() {
                 json!([{"type": "_type", "reference": book}, {"type": "pages", "string": "many"}]),
             ),
         ],
+        &mut WriterCache::default(),
     )
     .await;
     assert!(outcomes[0].is_ok() && outcomes[1].is_ok(), "{outcomes:?}");
@@ -125,6 +127,7 @@ async fn counters_in_one_batch_continue_the_sequence_and_follow_a_number_written
             ),
             counter(),
         ],
+        &mut WriterCache::default(),
     )
     .await;
     let numbers: Vec<f64> = outcomes

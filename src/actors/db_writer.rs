@@ -16,7 +16,7 @@ use crate::auth::api_key::GeneratedKey;
 use crate::db::Pool;
 use crate::error::{ApiError, ErrorCode};
 use crate::metrics;
-use crate::write::{self, WriteOutcome, WriteRequest};
+use crate::write::{self, WriteOutcome, WriteRequest, WriterCache};
 
 type Reply = oneshot::Sender<Result<WriteOutcome, ApiError>>;
 
@@ -27,6 +27,8 @@ pub struct DbWriter {
     /// Writes waiting for the next transaction, in arrival order.
     waiting: Vec<Waiting>,
     committing: bool,
+    /// What its last transaction learned (taken by the one under way).
+    known: WriterCache,
 }
 
 /// How many writes may wait for a database, and how many share a transaction.
@@ -97,18 +99,21 @@ impl DbWriter {
         metrics::observe_commit_batch(requests.len());
         let pool = self.pool.clone();
         let formulas_due = self.formulas_due.clone();
+        let mut known = std::mem::take(&mut self.known);
         ctx.spawn(
             async move {
-                let outcomes = write::apply_batch(&pool, requests).await;
+                let outcomes = write::apply_batch(&pool, requests, &mut known).await;
                 // the writes may have queued formulas to compute
                 formulas_due.notify_one();
                 for (reply, outcome) in replies.into_iter().zip(outcomes) {
                     // a caller that went away no longer needs its answer
                     let _ = reply.send(outcome);
                 }
+                known
             }
             .into_actor(self)
-            .map(|(), writer, ctx| {
+            .map(|known, writer, ctx| {
+                writer.known = known;
                 writer.committing = false;
                 writer.commit_next(ctx);
             }),
@@ -159,6 +164,7 @@ impl Writers {
                     formulas_due: self.formulas_due.clone(),
                     waiting: Vec::new(),
                     committing: false,
+                    known: WriterCache::default(),
                 }
                 .start()
             })

@@ -304,17 +304,6 @@ pub async fn live_login(
     Ok((key_live, live))
 }
 
-/// Holds the write lock of `db` until the transaction ends: the writers of
-/// every process take their turns on it, which orders counters and
-/// idempotency keys as well.
-pub async fn lock_writes(conn: &mut AsyncPgConnection, db: &str) -> QueryResult<()> {
-    diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-        .bind::<diesel::sql_types::Text, _>(format!("writes/{db}"))
-        .execute(conn)
-        .await
-        .map(drop)
-}
-
 /// The live value of `prop` with the largest `number`: its string (or the
 /// number written out) and number.
 pub async fn largest_number(conn: &mut AsyncPgConnection, db: &str, prop: &str) -> QueryResult<Option<(String, f64)>> {

@@ -12,8 +12,8 @@ use tracing::{Instrument, Span};
 use super::counters::CounterCache;
 use super::{WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete, idempotency, login};
 use crate::auth::api_key::GeneratedKey;
-use crate::db::projection::TypeCache;
-use crate::db::values;
+use crate::db::databases;
+use crate::db::projection::{PendingCreates, TypeCache};
 use crate::error::{ApiError, ErrorCode};
 
 /// How a batch's transaction failed.
@@ -61,7 +61,8 @@ impl Failed {
 /// Runs writes, all of one database, in one transaction. With `isolated`,
 /// each runs in a savepoint and a refusal is its outcome; without, the first
 /// refusal rolls back all. Either way a lost connection or a conflict rolls
-/// back all.
+/// back all. What the writer `known` from earlier transactions is used while
+/// still true, and holds this one's after it commits.
 ///
 /// The transaction first takes the database's write lock, so the writers of
 /// several processes take their turns as those of one process do: no two
@@ -70,30 +71,40 @@ pub(super) async fn run_batch(
     conn: &mut AsyncPgConnection,
     batch: &[(WriteRequest, Vec<GeneratedKey>, Span)],
     isolated: bool,
+    known: &mut WriterCache,
 ) -> Result<Vec<Result<WriteOutcome, ApiError>>, Failed> {
+    let Some((first, ..)) = batch.first() else {
+        return Ok(Vec::new());
+    };
+    let db = first.db.as_str();
+    let earlier = std::mem::take(known);
     let mut committing = false;
     let reached_commit = &mut committing;
     let result = conn
         .transaction(|conn| {
             async move {
-                if let Some((first, ..)) = batch.first() {
-                    values::lock_writes(conn, &first.db).await?;
-                }
-                let mut cache = TransactionCache::default();
+                let found = databases::begin_writes(conn, db).await?;
+                let mut cache = TransactionCache::after(earlier, found);
+                let now = Utc::now();
                 let mut outcomes = Vec::with_capacity(batch.len());
                 for (request, keys, span) in batch {
                     let (request, keys) = (request.clone(), keys.clone());
                     if !isolated {
-                        let outcome = apply_one(conn, &mut cache, request, keys).instrument(span.clone());
+                        let outcome = apply_one(conn, &mut cache, request, keys, now).instrument(span.clone());
                         outcomes.push(Ok(outcome.await?));
                         continue;
                     }
                     let caching = &mut cache;
                     let outcome = conn
                         .transaction(|conn| {
-                            apply_one(conn, caching, request, keys)
-                                .instrument(span.clone())
-                                .scope_boxed()
+                            async move {
+                                let outcome = apply_one(conn, caching, request, keys, now).await?;
+                                // inside its savepoint: a refusal there is this write's
+                                caching.pending.store(conn, db).await?;
+                                Ok::<_, ApiError>(outcome)
+                            }
+                            .instrument(span.clone())
+                            .scope_boxed()
                         })
                         .await;
                     if let Err(error) = &outcome {
@@ -107,20 +118,40 @@ pub(super) async fn run_batch(
                     }
                     outcomes.push(outcome);
                 }
+                cache.pending.store(conn, db).await?;
+                let left = databases::bump_generation(conn, db).await?;
                 *reached_commit = true;
-                Ok(outcomes)
+                // only this transaction changed entities since `found`: what
+                // it learned stays true after its commit
+                let kept = (left == found + 1).then(|| cache.kept(left));
+                Ok((outcomes, kept))
             }
             .scope_boxed()
         })
         .await;
-    result.map_err(|error| {
-        if committing {
-            Failed::AtCommit(error)
-        } else {
-            Failed::BeforeCommit(error)
+    match result {
+        Ok((outcomes, kept)) => {
+            *known = kept.unwrap_or_default();
+            Ok(outcomes)
         }
-    })
+        Err(error) if committing => Err(Failed::AtCommit(error)),
+        Err(error) => Err(Failed::BeforeCommit(error)),
+    }
 }
+
+/// What a database's writer learned in its last committed transaction,
+/// true as long as the database's generation is the one that transaction
+/// left: no transaction since, of this process or another, changed an
+/// entity (every change to an entity bumps it).
+#[derive(Default)]
+pub struct WriterCache {
+    generation: Option<i64>,
+    types: TypeCache,
+    persons: HashSet<String>,
+}
+
+/// Persons a writer remembers at most: beyond, it checks them again.
+const KNOWN_PERSONS: usize = 10_000;
 
 /// What the writes of one transaction learned and may reuse.
 #[derive(Default)]
@@ -129,6 +160,36 @@ pub(super) struct TransactionCache {
     /// Actors already found to be persons of the database.
     pub persons: HashSet<String>,
     pub counters: CounterCache,
+    /// New entities not stored yet: stored before anything else may read them.
+    pub pending: PendingCreates,
+}
+
+impl TransactionCache {
+    /// Starts from what the writer learned before, when the database is
+    /// still at the generation it left (`found`, read under the write lock).
+    fn after(earlier: WriterCache, found: i64) -> TransactionCache {
+        if earlier.generation != Some(found) {
+            return TransactionCache::default();
+        }
+        TransactionCache {
+            types: earlier.types,
+            persons: earlier.persons,
+            ..TransactionCache::default()
+        }
+    }
+
+    /// What the writer keeps once this transaction committed at `generation`.
+    /// Counters are not kept: numbers are taken rarely, read again cheaply.
+    fn kept(mut self, generation: i64) -> WriterCache {
+        if self.persons.len() > KNOWN_PERSONS {
+            self.persons.clear();
+        }
+        WriterCache {
+            generation: Some(generation),
+            types: self.types,
+            persons: self.persons,
+        }
+    }
 }
 
 async fn apply_one(
@@ -136,15 +197,24 @@ async fn apply_one(
     cache: &mut TransactionCache,
     request: WriteRequest,
     keys: Vec<GeneratedKey>,
+    batch_now: DateTime<Utc>,
 ) -> Result<WriteOutcome, ApiError> {
     let (db, actor) = (request.db.as_str(), request.actor.as_str());
+    // New entities of one transaction share its moment, so that they are
+    // stored together (a new entity's history is its own). Any other write
+    // may read them: they are stored first, and it takes its own moment.
+    let now = if matches!(request.op, WriteOp::CreateEntity { .. }) {
+        batch_now
+    } else {
+        cache.pending.store(conn, db).await?;
+        Utc::now()
+    };
     // a new login's person is the actor of its own creation
     let creates_actor = matches!(request.op, WriteOp::AddUser { .. });
     if !creates_actor && !cache.persons.contains(actor) {
         access::require_person(conn, db, actor).await?;
         cache.persons.insert(actor.to_owned());
     }
-    let now = Utc::now();
     let Some(key) = request.idempotency else {
         return apply_op(conn, cache, db, actor, now, request.op, keys).await;
     };

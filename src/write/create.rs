@@ -79,8 +79,13 @@ pub(super) async fn create_entity(
         created_by: actor.to_owned(),
         rows: rows.iter().map(ValueRow::from).collect(),
     };
-    projection::project_new(conn, &mut cache.types, db, entity).await?;
-    values::insert_values(conn, &rows).await?;
+    let kept = cache.pending.keep(conn, &mut cache.types, db, entity, rows).await?;
+    if let Some((entity, rows)) = kept {
+        // what it reads, and what follows it, must see those kept before
+        cache.pending.store(conn, db).await?;
+        projection::project_new(conn, &mut cache.types, db, entity).await?;
+        values::insert_values(conn, &rows).await?;
+    }
     if entity_type.describes_types() {
         cache.types.clear();
     }

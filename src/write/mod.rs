@@ -38,6 +38,7 @@ use crate::error::ApiError;
 use crate::model::stored::ValueRow;
 use crate::model::value::ValueInput;
 
+pub use batch::WriterCache;
 pub use idempotency::IdempotencyKey;
 
 /// One write, on behalf of `actor` (a person of database `db`).
@@ -144,7 +145,8 @@ impl WrittenValue {
 /// Applies one write in its own transaction, outside any writer actor.
 pub async fn apply(pool: &Pool, request: WriteRequest) -> Result<WriteOutcome, ApiError> {
     let keys = keys::prepare_keys(pool, &request).await?;
-    apply_batch(pool, vec![(request, keys, tracing::Span::current())])
+    let mut known = WriterCache::default();
+    apply_batch(pool, vec![(request, keys, tracing::Span::current())], &mut known)
         .await
         .pop()
         .unwrap_or_else(|| Err(ApiError::internal("write", "no outcome")))
@@ -155,6 +157,8 @@ pub async fn apply(pool: &Pool, request: WriteRequest) -> Result<WriteOutcome, A
 /// commit, and one wait for the disk, for the whole batch). A refused write
 /// leaves no trace and does not disturb the others. Answers one outcome per
 /// request, in order. Each write runs (and logs) under the span it came with.
+/// What the writer learned in its earlier transactions (`known`) is reused
+/// while still true, and holds what this batch learned when it commits.
 ///
 /// A connection that breaks before COMMIT (PostgreSQL restarting, a
 /// terminated backend) wrote nothing: the batch runs once more on a fresh
@@ -166,10 +170,11 @@ pub async fn apply(pool: &Pool, request: WriteRequest) -> Result<WriteOutcome, A
 pub async fn apply_batch(
     pool: &Pool,
     batch: Vec<(WriteRequest, Vec<GeneratedKey>, Span)>,
+    known: &mut WriterCache,
 ) -> Vec<Result<WriteOutcome, ApiError>> {
     const CONFLICT_RUNS: u32 = 3;
     let mut applied = match pool.get().await {
-        Ok(mut conn) => apply_on(&mut conn, &batch).await,
+        Ok(mut conn) => apply_on(&mut conn, &batch, known).await,
         Err(error) => Err(batch::Failed::NoConnection(error.into())),
     };
     let (mut reconnected, mut conflicted_runs) = (false, 1);
@@ -184,7 +189,7 @@ pub async fn apply_batch(
                 reconnected = true;
                 // a new connection: others in the pool may have broken with it
                 match crate::db::new_connection(pool).await {
-                    Ok(mut conn) => apply_on(&mut conn, &batch).await,
+                    Ok(mut conn) => apply_on(&mut conn, &batch, known).await,
                     Err(error) => Err(batch::Failed::NoConnection(error)),
                 }
             }
@@ -192,7 +197,7 @@ pub async fn apply_batch(
                 tracing::warn!("the writes met another transaction in a deadlock; running them again");
                 conflicted_runs += 1;
                 match pool.get().await {
-                    Ok(mut conn) => apply_on(&mut conn, &batch).await,
+                    Ok(mut conn) => apply_on(&mut conn, &batch, known).await,
                     Err(error) => Err(batch::Failed::NoConnection(error.into())),
                 }
             }
@@ -212,9 +217,10 @@ pub async fn apply_batch(
 async fn apply_on(
     conn: &mut AsyncPgConnection,
     batch: &[(WriteRequest, Vec<GeneratedKey>, Span)],
+    known: &mut WriterCache,
 ) -> Result<Vec<Result<WriteOutcome, ApiError>>, batch::Failed> {
-    match batch::run_batch(conn, batch, batch.len() == 1).await {
-        Err(failed) if batch.len() > 1 && failed.refused() => batch::run_batch(conn, batch, true).await,
+    match batch::run_batch(conn, batch, batch.len() == 1, known).await {
+        Err(failed) if batch.len() > 1 && failed.refused() => batch::run_batch(conn, batch, true, known).await,
         result => result,
     }
 }

@@ -141,6 +141,8 @@ pub(super) async fn validate(
         }
         let mut row = target.new_row(&input.prop, &input.value, input.language.clone());
         if let Value::Counter { step } = input.value {
+            // the sequence goes on from numbers of new entities not stored yet
+            cache.pending.store(conn, target.db).await?;
             let (string, number) = cache.counters.next(conn, target.db, &input.prop, step).await?;
             row.string = Some(string);
             row.number = Some(number);

@@ -6,6 +6,7 @@
 
 mod bulk;
 mod follow;
+mod pending;
 mod rebuild;
 mod store;
 mod types;
@@ -17,6 +18,7 @@ use diesel_async::AsyncPgConnection;
 pub use self::bulk::{Followers, project_plain, reproject_plain};
 use self::follow::follow;
 pub use self::follow::referrers;
+pub use self::pending::PendingCreates;
 pub use self::rebuild::rebuild;
 use self::store::Stored;
 pub use self::types::{TypeCache, TypeInfo};
