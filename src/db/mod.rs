@@ -10,6 +10,7 @@ pub mod idempotency;
 pub mod local_cluster;
 pub mod prepared;
 pub mod projection;
+pub mod references;
 pub mod reprojection_queue;
 pub mod schema;
 mod seed;

@@ -5,6 +5,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::prepared::Prepared;
+pub use crate::db::references::{AccessColumns, Target, targets};
 use crate::db::schema::{entities, property_values};
 pub use crate::db::value_rows::{ValueRecord, insert_values};
 use crate::model::json::number_json;
@@ -211,65 +212,6 @@ pub async fn names_and_types(
         ))
         .load(conn)
         .await
-}
-
-/// The columns of an entity that decide who sees it and which of its
-/// properties, for statements that read other entities than the one written
-/// (`e.sharing, e.viewers, e.noaccess, e.public_props, e.domain_props`).
-#[derive(Debug, Clone, QueryableByName)]
-pub struct AccessColumns {
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    sharing: String,
-    #[diesel(sql_type = diesel::sql_types::Array<diesel::sql_types::Text>)]
-    viewers: Vec<String>,
-    #[diesel(sql_type = diesel::sql_types::Array<diesel::sql_types::Text>)]
-    noaccess: Vec<String>,
-    #[diesel(sql_type = diesel::sql_types::Array<diesel::sql_types::Text>)]
-    public_props: Vec<String>,
-    #[diesel(sql_type = diesel::sql_types::Array<diesel::sql_types::Text>)]
-    domain_props: Vec<String>,
-}
-
-impl AccessColumns {
-    /// Who sees the entity, and which of its properties.
-    pub fn visibility(&self) -> Visibility<'_> {
-        Visibility {
-            sharing: Sharing::parse(&self.sharing).unwrap_or(Sharing::Private),
-            lists: RightsLists {
-                viewers: self.viewers.iter().cloned().collect(),
-                noaccess: self.noaccess.iter().cloned().collect(),
-                ..RightsLists::default()
-            },
-            public_props: &self.public_props,
-            domain_props: &self.domain_props,
-        }
-    }
-}
-
-/// What a reference may show of the entity it points at: its name and its
-/// type's name, and what decides who may read them.
-#[derive(Debug, Clone, QueryableByName)]
-pub struct Target {
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    pub id: String,
-    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
-    pub name: Option<String>,
-    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
-    pub type_name: Option<String>,
-    #[diesel(embed)]
-    pub access: AccessColumns,
-}
-
-/// The live entities among `ids`, as references to them see them.
-pub async fn targets(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<Target>> {
-    let query = diesel::sql_query(
-        "SELECT e.id, e.name, t.name AS type_name, e.sharing, e.viewers, e.noaccess, e.public_props, \
-         e.domain_props FROM entities e LEFT JOIN entities t ON t.db = e.db AND t.id = e.type_id \
-         WHERE e.db = $1 AND e.id = ANY($2) AND e.deleted_at IS NULL",
-    )
-    .bind::<diesel::sql_types::Text, _>(db)
-    .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(ids);
-    Prepared::kept(query).load(conn).await
 }
 
 pub async fn soft_delete_entity(

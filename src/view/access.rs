@@ -5,6 +5,7 @@
 use diesel_async::AsyncPgConnection;
 use serde_json::Value as Json;
 
+use crate::db::references::entity_with_targets;
 use crate::db::values::{self, EntityRow};
 use crate::error::ApiError;
 use crate::model::ids::is_valid_id;
@@ -30,6 +31,26 @@ pub async fn entity_doc(
 ) -> Result<Json, ApiError> {
     let entity = live_entity(conn, db, id).await?;
     super::visible_doc(entity, person).ok_or_else(ApiError::entity_not_found)
+}
+
+/// [`entity_doc`] with its references named as `person` may see their
+/// targets (`super::resolve_references`), read in one statement.
+pub async fn entity_read(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    id: &str,
+    person: Option<&str>,
+) -> Result<Json, ApiError> {
+    if !is_valid_id(id) {
+        return Err(ApiError::entity_not_found());
+    }
+    let (entity, targets) = entity_with_targets(conn, db, id)
+        .await?
+        .ok_or_else(ApiError::entity_not_found)?;
+    let mut docs = [super::visible_doc(entity, person).ok_or_else(ApiError::entity_not_found)?];
+    super::name_references(&mut docs, targets, person);
+    let [doc] = docs;
+    Ok(doc)
 }
 
 /// How much of a live entity `person` sees; 404 when nothing.

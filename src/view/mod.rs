@@ -54,11 +54,15 @@ pub async fn resolve_references(
         return Ok(());
     }
     let targets: Vec<String> = targets.into_iter().collect();
-    let found: HashMap<String, Target> = values::targets(conn, db, &targets)
-        .await?
-        .into_iter()
-        .map(|target| (target.id.clone(), target))
-        .collect();
+    let found = values::targets(conn, db, &targets).await?;
+    name_references(docs, found, person);
+    Ok(())
+}
+
+/// [`resolve_references`] with the targets already read: `found` holds the
+/// live ones among (at least) those the documents reference.
+pub fn name_references(docs: &mut [Json], found: Vec<Target>, person: Option<&str>) {
+    let found: HashMap<String, Target> = found.into_iter().map(|target| (target.id.clone(), target)).collect();
     for doc in docs.iter_mut() {
         let Some(properties) = doc.as_object_mut() else {
             continue;
@@ -91,7 +95,6 @@ pub async fn resolve_references(
             }
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -20,10 +20,8 @@ pub async fn read(state: &AppState, caller: &Caller, db: &str, id: &str) -> Resu
     state.require_database(db).await?;
     let mut conn = state.pool.get().await?;
     let person = caller.person_in(db);
-    let mut docs = [access::entity_doc(&mut conn, db, id, person).await?];
-    view::resolve_references(&mut conn, db, person, &mut docs).await?;
-    let [doc] = docs;
-    Ok(EntityRead { entity: doc })
+    let entity = access::entity_read(&mut conn, db, id, person).await?;
+    Ok(EntityRead { entity })
 }
 
 /// Creates an entity of the values in `body` (a JSON array of values, or one value).
