@@ -279,6 +279,27 @@ async fn a_reference_does_not_show_the_name_or_type_of_an_entity_the_caller_cann
 }
 
 #[tokio::test]
+async fn a_reference_shows_the_type_but_not_a_name_its_target_s_view_hides() {
+    let w = world().await;
+    // Mallory reads the shared employee, but its view leaves out `name`
+    let shared = w.employee(json!([{"type": "_sharing", "string": "domain"}])).await;
+    let seen = w.read(&w.mallory_token, &shared).await;
+    assert!(seen.get("name").is_none(), "{seen}");
+    let note = mallory_link(&w, &shared).await;
+    let link = &w.read(&w.mallory_token, &note).await["link"][0];
+    assert_eq!(link["entity_type"], json!("employee"));
+    assert!(link.get("string").is_none(), "{link}");
+    // the owner's view shows it, through her own referrer too
+    let memo_type = w.app.create_type(&w.owner, "memo").await;
+    let memo = w
+        .app
+        .create(&w.owner, &memo_type, json!([{"type": "link", "reference": shared}]))
+        .await;
+    let link = &w.read(&w.owner, &memo).await["link"][0];
+    assert_eq!(link["string"], json!("Top secret"));
+}
+
+#[tokio::test]
 async fn a_reference_name_filter_does_not_match_names_the_caller_cannot_read() {
     let w = world().await;
     let secret = w.employee(json!([])).await;

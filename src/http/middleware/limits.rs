@@ -75,6 +75,12 @@ fn route_bucket(method: &Method, pattern: &str) -> Option<Bucket> {
     (signs_in && [Method::GET, Method::POST, Method::PUT].contains(method)).then_some(Bucket::Auth)
 }
 
+/// Whether a route that [`route_bucket`] names may match `path`: its
+/// pattern's fixed start is the path's.
+fn may_sign_in(path: &str) -> bool {
+    path.starts_with("/api/auth") || path.starts_with("/auth/") || path == "/api/new"
+}
+
 /// The configured buckets; a bucket is absent when its limit is off.
 pub struct RateLimits {
     requests: Option<Limiter>,
@@ -267,8 +273,11 @@ pub async fn middleware(
         return Ok(next.call(req).await?.map_into_left_body());
     };
     let key = address_key(&client_ip(req.request(), &state.trusted_proxies));
-    let stricter = req
-        .match_pattern()
+    // Before routing, a pattern is found by trying every route's; only
+    // sign-in paths can match a route with a stricter bucket.
+    let stricter = may_sign_in(req.path())
+        .then(|| req.match_pattern())
+        .flatten()
         .and_then(|pattern| route_bucket(req.method(), &pattern));
     for bucket in std::iter::once(Bucket::Requests).chain(stricter) {
         if let Err(wait) = limits.check(bucket, &key) {
@@ -435,5 +444,20 @@ mod tests {
         assert_eq!(route_bucket(&Method::POST, "/api/new"), Some(Bucket::Auth));
         assert_eq!(route_bucket(&Method::PUT, "/api/new"), Some(Bucket::Auth));
         assert_eq!(route_bucket(&Method::GET, "/api/{db}/entity"), None);
+    }
+
+    #[test]
+    fn every_route_with_a_stricter_bucket_has_a_path_that_may_sign_in() {
+        let endpoints = crate::http::endpoints();
+        let stricter: Vec<&str> = endpoints
+            .iter()
+            .filter(|endpoint| route_bucket(&endpoint.method, endpoint.path).is_some())
+            .map(|endpoint| endpoint.path)
+            .collect();
+        assert!(stricter.contains(&"/api/auth/{provider}"), "{stricter:?}");
+        for path in stricter {
+            assert!(may_sign_in(path), "{path}");
+        }
+        assert!(!may_sign_in("/api/demo/entity/6571f3a4c2b9e8d7f6a5b4c3"));
     }
 }

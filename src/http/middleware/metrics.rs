@@ -14,13 +14,15 @@ pub async fn observe(
     next: Next<impl MessageBody>,
 ) -> actix_web::Result<ServiceResponse<impl MessageBody>> {
     let started = Instant::now();
-    let route = req.match_pattern().unwrap_or_else(|| "unmatched".to_owned());
     let method = req.method().clone();
     let result = next.call(req).await;
-    let status = match &result {
-        Ok(response) => response.status(),
-        Err(error) => error.as_response_error().status_code(),
+    // Once routed, the request names its resource's pattern at once; asked
+    // before routing, it searched every route's pattern on every request.
+    let (route, status) = match &result {
+        Ok(response) => (response.request().match_pattern(), response.status()),
+        Err(error) => (None, error.as_response_error().status_code()),
     };
+    let route = route.unwrap_or_else(|| "unmatched".to_owned());
     metrics::observe_request(&method, &route, status, started.elapsed().as_secs_f64());
     result
 }
