@@ -15,6 +15,9 @@
 
 -- Same lists, same number. Arrays are written sorted, but an unsorted one
 -- would only give a second number for the same audience, never a wrong one.
+-- Two different audiences sharing a number would share the first one's
+-- lists: with 64 bits of MD5 that takes about 4 billion distinct audiences
+-- in one database (person ids are the server's, not the caller's choice).
 CREATE FUNCTION audience_key(sharing text, viewers text[], noaccess text[]) RETURNS bigint
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN ('x' || left(md5(sharing || '|' || array_to_string(viewers, ',') || '|'
