@@ -7,6 +7,7 @@
 //! `visibility`), and counts of whole types from the tallies (`tallies`).
 
 mod chunks;
+mod conditions;
 mod filters;
 mod group;
 mod matches;
