@@ -250,6 +250,8 @@ pub async fn delete(pool: &Pool, name: &str) -> Result<Option<i64>, ApiError> {
                 "request_counts",
                 "property_values",
                 "entities",
+                "entity_tallies",
+                "audiences",
             ] {
                 diesel::sql_query(format!("DELETE FROM {table} WHERE db = $1"))
                     .bind::<Text, _>(name)
