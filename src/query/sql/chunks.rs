@@ -7,6 +7,7 @@ use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use super::filters::where_clause;
+use super::matches::FromValues;
 use super::sort::{order_by, ordered_matches};
 use super::statement::{Bind, Sql};
 use super::{
@@ -78,7 +79,8 @@ impl Chunks {
         if page_counts_matches(query) {
             let mut sorted = Sql::default();
             sorted.push("SELECT p.id, p.matches FROM (");
-            ordered_matches(&mut sorted, db, person, query, &chunks.referencing);
+            let plan = FromValues::plan(query, &chunks.referencing);
+            ordered_matches(&mut sorted, db, person, query, &chunks.referencing, plan.as_ref());
             sorted.push(") p ORDER BY ");
             order_by(&mut sorted, "p", query);
             let rows = sorted.into_query().load::<SortedRow>(conn).await?;

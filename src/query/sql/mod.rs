@@ -193,7 +193,7 @@ fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, referencin
         // document through the count and the sort spills to disk. OFFSET 0
         // keeps the keys computed below the count.
         page.push(", p.matches FROM (");
-        ordered_matches(&mut page, db, person, query, referencing);
+        ordered_matches(&mut page, db, person, query, referencing, plan.as_ref());
         page.push(") p JOIN entities e ON e.db = ")
             .bind(Bind::Text(db.to_owned()))
             .push(" AND e.id = p.id ORDER BY ");

@@ -8,16 +8,18 @@ use super::statement::{Bind, Sql};
 use crate::query::{Field, ListQuery, SortTarget};
 
 /// The page's matches sorted by value, as narrow rows: `id`, the sort keys
-/// (`k{index}`) and `matches`, the count of all matches.
+/// (`k{index}`) and `matches`, the count of all matches; from the value rows
+/// when the query has a `plan` for them ([`FromValues::plan`]).
 pub(super) fn ordered_matches(
     sql: &mut Sql,
     db: &str,
     person: Option<&str>,
     query: &ListQuery,
     referencing: &HashSet<String>,
+    plan: Option<&FromValues<'_>>,
 ) {
     sql.push("SELECT m.*, count(*) OVER () AS matches FROM (");
-    if let Some(plan) = FromValues::plan(query, referencing) {
+    if let Some(plan) = plan {
         plan.matches(sql, db, person);
     } else {
         matches_from_entities(sql, db, person, query, referencing);
