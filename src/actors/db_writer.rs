@@ -12,6 +12,7 @@ use dashmap::DashMap;
 use tokio::sync::{Notify, oneshot};
 use tracing::Span;
 
+use super::home::ActorHome;
 use crate::auth::api_key::GeneratedKey;
 use crate::db::Pool;
 use crate::error::{ApiError, ErrorCode};
@@ -134,6 +135,7 @@ pub struct Writers {
     limits: WriterLimits,
     writers: DashMap<String, Addr<DbWriter>>,
     formulas_due: Arc<Notify>,
+    home: ActorHome,
 }
 
 impl Writers {
@@ -143,6 +145,7 @@ impl Writers {
             limits,
             writers: DashMap::new(),
             formulas_due: Arc::new(Notify::new()),
+            home: ActorHome::default(),
         }
     }
 
@@ -158,15 +161,15 @@ impl Writers {
             .writers
             .entry(request.db.clone())
             .or_insert_with(|| {
-                DbWriter {
-                    pool: self.pool.clone(),
-                    limits: self.limits,
-                    formulas_due: self.formulas_due.clone(),
+                let (pool, limits, formulas_due) = (self.pool.clone(), self.limits, self.formulas_due.clone());
+                DbWriter::start_in_arbiter(&self.home.handle(), move |_| DbWriter {
+                    pool,
+                    limits,
+                    formulas_due,
                     waiting: Vec::new(),
                     committing: false,
                     known: WriterCache::default(),
-                }
-                .start()
+                })
             })
             .clone();
         writer

@@ -1,4 +1,5 @@
 //! Actors: one writer per database; the sign-in state.
 
 pub mod db_writer;
+pub mod home;
 pub mod sessions;

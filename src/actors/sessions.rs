@@ -14,6 +14,7 @@ use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use serde_json::Value as Json;
 
+use super::home::ActorHome;
 use crate::db::sign_in::{self, Issued};
 use crate::db::{Pool, consents, idempotency};
 use crate::error::{ApiError, ErrorCode};
@@ -134,6 +135,7 @@ pub struct SessionStore {
     pool: Pool,
     max_pending: Option<u32>,
     actor: OnceLock<Addr<Sessions>>,
+    home: ActorHome,
 }
 
 impl SessionStore {
@@ -144,17 +146,18 @@ impl SessionStore {
             pool,
             max_pending,
             actor: OnceLock::new(),
+            home: ActorHome::default(),
         }
     }
 
     fn actor(&self) -> &Addr<Sessions> {
         self.actor.get_or_init(|| {
-            Sessions {
-                pool: self.pool.clone(),
-                max_pending: self.max_pending,
+            let (pool, max_pending) = (self.pool.clone(), self.max_pending);
+            Sessions::start_in_arbiter(&self.home.handle(), move |_| Sessions {
+                pool,
+                max_pending,
                 used: HashMap::new(),
-            }
-            .start()
+            })
         })
     }
 
