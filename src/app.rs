@@ -259,6 +259,9 @@ pub async fn serve(settings: Settings, url: String) -> Result<(), String> {
         settings.database.pool_size,
         settings.database.statement_timeout_ms,
     )?;
+    if settings.database.migrate_on_start {
+        db::add_missing_types(&pool).await.map_err(|e| e.message.into_owned())?;
+    }
     let state = state(&settings, pool)?;
     if let Err(error) = state.files.store.check().await {
         tracing::warn!(%error, "object storage is not reachable; file uploads and thumbnails will fail");

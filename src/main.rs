@@ -122,11 +122,13 @@ fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::RenderPdf { .. } => Ok(()),
         Command::Serve => runtime.block_on(app::serve(settings, url)),
-        Command::Migrate => {
+        Command::Migrate => runtime.block_on(async {
             let applied = db::migrate(&url)?;
+            let pool = db::pool(&url, 1, settings.database.statement_timeout_ms)?;
+            db::add_missing_types(&pool).await.map_err(|e| e.message.into_owned())?;
             println!("{}", json!({ "applied": applied }));
             Ok(())
-        }
+        }),
         Command::Db(DbCommand::Create {
             database,
             email,

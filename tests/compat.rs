@@ -169,3 +169,120 @@ async fn challenge(app: &TestApp, method: reqwest::Method, path: &str, token: Op
     assert_eq!(body["status"], 401, "{body}");
     header.unwrap_or_else(|| panic!("no WWW-Authenticate on {path}"))
 }
+
+#[tokio::test]
+async fn new_databases_are_seeded_with_the_side_menu_types_and_an_entry_for_persons() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    // the side menu, asked for as the app asks
+    let (status, menu) = app
+        .get(
+            "/api/demo/entity?_type.string=menu&props=ordinal.number,group,name,query.string",
+            &owner,
+        )
+        .await;
+    assert_eq!(status, 200, "{menu}");
+    let entries = menu["entities"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{menu}");
+    assert_eq!(entries[0]["query"][0]["string"], "_type.string=person");
+    assert_eq!(entries[0]["name"][0]["string"], "Persons");
+    assert!(entries[0]["group"][0]["string"].is_string(), "{menu}");
+    assert!(entries[0]["ordinal"][0]["number"].is_number(), "{menu}");
+    assert_eq!(
+        seeded_definitions(&app, &owner, "menu").await,
+        ["group", "name", "ordinal", "query"]
+    );
+    assert_eq!(
+        seeded_definitions(&app, &owner, "plugin").await,
+        ["name", "type", "url"]
+    );
+    // the entry is shared with the database's persons (`_sharing: domain`)
+    let (_, entry) = app
+        .get(
+            &format!("/api/demo/entity/{}", entries[0]["_id"].as_str().unwrap()),
+            &owner,
+        )
+        .await;
+    assert_eq!(entry["entity"]["_sharing"][0]["string"], "domain", "{entry}");
+}
+
+#[tokio::test]
+async fn a_migration_gives_existing_databases_the_seeded_types_they_lack() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    // a database as made before the menu types were seeded: without them,
+    // their definitions and the menu entry
+    let mut conn = app.pool.get().await.unwrap();
+    for statement in [
+        "CREATE TEMP TABLE retired AS SELECT id FROM entities WHERE db = 'demo' AND (
+             name IN ('menu', 'plugin') AND type_id IN (SELECT id FROM entities WHERE db = 'demo' AND name = 'entity')
+             OR type_id IN (SELECT id FROM entities WHERE db = 'demo' AND name = 'menu')
+             OR parent_ids && ARRAY(SELECT id FROM entities WHERE db = 'demo' AND name IN ('menu', 'plugin')))",
+        "UPDATE property_values SET deleted_at = now() WHERE db = 'demo' AND entity_id IN (SELECT id FROM retired)",
+        "UPDATE entities SET deleted_at = now() WHERE db = 'demo' AND id IN (SELECT id FROM retired)",
+        // as any write outside the writer: cached answers are of an older generation
+        "UPDATE databases SET generation = generation + 1 WHERE name = 'demo'",
+    ] {
+        diesel_async::RunQueryDsl::execute(diesel::sql_query(statement), &mut conn)
+            .await
+            .unwrap();
+    }
+    drop(conn);
+    assert!(seeded_definitions(&app, &owner, "menu").await.is_empty());
+
+    assert_eq!(eds::db::add_missing_types(&app.pool).await.unwrap(), 1);
+    assert_eq!(
+        seeded_definitions(&app, &owner, "menu").await,
+        ["group", "name", "ordinal", "query"]
+    );
+    assert_eq!(
+        seeded_definitions(&app, &owner, "plugin").await,
+        ["name", "type", "url"]
+    );
+    assert_eq!(
+        eds::db::add_missing_types(&app.pool).await.unwrap(),
+        0,
+        "a second run adds nothing"
+    );
+    // the new type is usable at once, by the writer's cache too
+    let (_, types) = app
+        .get(
+            "/api/demo/entity?_type.string=entity&name.string=menu&props=name",
+            &owner,
+        )
+        .await;
+    let menu = types["entities"][0]["_id"].as_str().unwrap().to_owned();
+    app.create(
+        &owner,
+        &menu,
+        json!([{"type": "name", "string": "Books"}, {"type": "query", "string": "_type.string=book"}]),
+    )
+    .await;
+}
+
+/// The names of the live definitions of seeded type `type_name`, sorted.
+async fn seeded_definitions(app: &TestApp, token: &str, type_name: &str) -> Vec<String> {
+    let (_, types) = app
+        .get(
+            &format!("/api/demo/entity?_type.string=entity&name.string={type_name}&props=name"),
+            token,
+        )
+        .await;
+    let Some(type_id) = types["entities"][0]["_id"].as_str() else {
+        return Vec::new();
+    };
+    let (_, definitions) = app
+        .get(
+            &format!("/api/demo/entity?_type.string=property&_parent.reference={type_id}&props=name"),
+            token,
+        )
+        .await;
+    let mut names: Vec<String> = definitions["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|definition| definition["name"][0]["string"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}

@@ -14,6 +14,7 @@ pub mod references;
 pub mod reprojection_queue;
 pub mod schema;
 mod seed;
+pub use seed::add_missing_types;
 pub mod sign_in;
 mod value_rows;
 pub mod values;

@@ -1,15 +1,20 @@
 //! What every new database starts with: the system types (`entity`,
-//! `property`, `database`, `person`) and their definitions, a `database`
-//! entity (recorded as the database's own), and the owner person.
+//! `property`, `database`, `person`) and the original's template types
+//! (`menu`, `plugin`) with their definitions, a `database` entity (recorded
+//! as the database's own), a side-menu entry for persons, and the owner
+//! person. Databases made before a type was seeded gain it on migration.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel::sql_types::{Array, Text};
+use diesel_async::scoped_futures::ScopedFutureExt;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
 use crate::auth::login::Login;
+use crate::db::databases::{begin_writes, bump_generation};
 use crate::db::schema::databases;
 use crate::db::values::ValueRecord;
-use crate::db::{projection, sign_in, values};
+use crate::db::{Pool, projection, sign_in, values};
 use crate::error::{ApiError, ErrorCode};
 use crate::model::ids::new_id;
 use crate::model::{API_KEY_PROPERTY, ENTITY_TYPE, PROPERTY_TYPE};
@@ -17,8 +22,11 @@ use crate::model::{API_KEY_PROPERTY, ENTITY_TYPE, PROPERTY_TYPE};
 /// A seeded property definition: name, type, multilingual, search.
 type SeedDefinition = (&'static str, &'static str, bool, bool);
 
-/// The seeded types: name, label, and definitions.
-const SEED_TYPES: [(&str, &str, &[SeedDefinition]); 4] = [
+/// A seeded type: name, label, and definitions.
+type SeedType = (&'static str, &'static str, &'static [SeedDefinition]);
+
+/// The seeded types; the first four are the system's, in this order.
+const SEED_TYPES: [SeedType; 6] = [
     (
         ENTITY_TYPE,
         "Entity type",
@@ -50,7 +58,30 @@ const SEED_TYPES: [(&str, &str, &[SeedDefinition]); 4] = [
         "Person",
         &[("name", "string", false, true), ("email", "string", false, true)],
     ),
+    // the original web app's side menu: one entry per query, in groups
+    (
+        "menu",
+        "Menu",
+        &[
+            ("name", "string", true, true),
+            ("group", "string", true, false),
+            ("ordinal", "number", false, false),
+            ("query", "string", false, false),
+        ],
+    ),
+    (
+        "plugin",
+        "Plugin",
+        &[
+            ("name", "string", false, true),
+            ("type", "string", false, false),
+            ("url", "string", false, false),
+        ],
+    ),
 ];
+const DATABASE_TYPE: usize = 2;
+const PERSON_TYPE: usize = 3;
+const MENU_TYPE: usize = 4;
 
 /// The owner person a new database is seeded with.
 pub(super) struct Owner<'a> {
@@ -85,29 +116,19 @@ pub(super) async fn seed(conn: &mut AsyncPgConnection, name: &str, owner: Owner<
     };
     let type_ids: Vec<String> = SEED_TYPES.iter().map(|_| new_id()).collect();
     let (entity_type, property_type) = (type_ids[0].clone(), type_ids[1].clone());
-    for ((type_name, label, definitions), type_id) in SEED_TYPES.iter().zip(&type_ids) {
-        seed.entity(type_id.clone(), &entity_type, true)
-            .string("name", type_name)
-            .string("label", label);
-        for (prop, value_type, multilingual, search) in definitions.iter() {
-            let mut definition = seed.entity(new_id(), &property_type, true);
-            definition
-                .reference("_parent", type_id)
-                .string("name", prop)
-                .string("type", value_type);
-            if *multilingual {
-                definition.boolean("multilingual", true);
-            }
-            if *search {
-                definition.boolean("search", true);
-            }
-        }
+    for (seed_type, type_id) in SEED_TYPES.iter().zip(&type_ids) {
+        seed.add_type(seed_type, type_id, &entity_type, &property_type);
     }
     let database_entity = new_id();
-    seed.entity(database_entity.clone(), &type_ids[2], false)
+    seed.entity(database_entity.clone(), &type_ids[DATABASE_TYPE], false)
         .string("name", name);
+    seed.entity(new_id(), &type_ids[MENU_TYPE], true)
+        .string("group", "Settings")
+        .string("name", "Persons")
+        .number("ordinal", 100.0)
+        .string("query", "_type.string=person");
     let owner_id = seed.owner.clone();
-    let mut person = seed.entity(owner_id.clone(), &type_ids[3], false);
+    let mut person = seed.entity(owner_id.clone(), &type_ids[PERSON_TYPE], false);
     if let Some(person_name) = owner.name {
         person.string("name", person_name);
     }
@@ -124,23 +145,80 @@ pub(super) async fn seed(conn: &mut AsyncPgConnection, name: &str, owner: Owner<
         seed.rows.push(sign_in::login_value(name, &owner_id, login, seed.now));
     }
 
-    for id in &seed.entities {
-        values::insert_entity(conn, name, id, seed.now, &seed.owner).await?;
-    }
-    values::insert_values(conn, &seed.rows).await?;
+    seed.store(conn).await?;
     diesel::update(databases::table.filter(databases::name.eq(name)))
         .set(databases::entity_id.eq(&database_entity))
         .execute(conn)
         .await?;
-    // Views and search depend on the definitions' own projections:
-    // the first pass makes those, the second uses them.
-    for _ in 0..2 {
-        let mut types = projection::TypeCache::default();
-        for id in &seed.entities {
-            projection::project(conn, &mut types, name, id).await?;
-        }
-    }
     Ok(owner_id)
+}
+
+/// A database lacking some seeded types: its `entity` and `property` types,
+/// the person who created them, and the names of the types it lacks.
+#[derive(QueryableByName)]
+struct Lacking {
+    #[diesel(sql_type = Text)]
+    db: String,
+    #[diesel(sql_type = Text)]
+    entity_type: String,
+    #[diesel(sql_type = Text)]
+    property_type: String,
+    #[diesel(sql_type = Text)]
+    owner: String,
+    #[diesel(sql_type = Array<Text>)]
+    missing: Vec<String>,
+}
+
+/// Gives every database the seeded types it lacks (a database made before
+/// they were seeded; not their sample entities), each in a transaction of
+/// its own under the database's write lock. Answers how many databases
+/// gained any; a second run finds none.
+pub async fn add_missing_types(pool: &Pool) -> Result<usize, ApiError> {
+    let names: Vec<&str> = SEED_TYPES.iter().map(|(name, _, _)| *name).collect();
+    let mut conn = pool.get().await?;
+    let lacking: Vec<Lacking> = diesel::sql_query(
+        "SELECT * FROM (
+            SELECT d.name AS db, et.id AS entity_type, pt.id AS property_type, et.created_by AS owner,
+                ARRAY(SELECT n FROM unnest($1::text[]) n WHERE NOT EXISTS (
+                    SELECT 1 FROM entities t
+                    WHERE t.db = d.name AND t.type_id = et.id AND t.name = n AND t.deleted_at IS NULL
+                )) AS missing
+            FROM databases d
+            JOIN entities et ON et.db = d.name AND et.type_id = et.id AND et.name = 'entity'
+                AND et.deleted_at IS NULL AND et.created_by IS NOT NULL
+            JOIN entities pt ON pt.db = d.name AND pt.type_id = et.id AND pt.name = 'property' AND pt.deleted_at IS NULL
+        ) l WHERE cardinality(l.missing) > 0",
+    )
+    .bind::<Array<Text>, _>(&names)
+    .load(&mut conn)
+    .await?;
+    for database in &lacking {
+        conn.transaction(|conn| {
+            async move {
+                begin_writes(conn, &database.db).await?;
+                let mut seed = Seed {
+                    db: &database.db,
+                    owner: database.owner.clone(),
+                    now: Utc::now(),
+                    entities: Vec::new(),
+                    rows: Vec::new(),
+                };
+                for seed_type in SEED_TYPES
+                    .iter()
+                    .filter(|(name, _, _)| database.missing.iter().any(|m| m == name))
+                {
+                    seed.add_type(seed_type, &new_id(), &database.entity_type, &database.property_type);
+                }
+                seed.store(conn).await?;
+                bump_generation(conn, &database.db).await?;
+                Ok::<_, ApiError>(())
+            }
+            .scope_boxed()
+        })
+        .await?;
+        tracing::info!(database = %database.db, types = ?database.missing, "added the seeded types it lacked");
+    }
+    Ok(lacking.len())
 }
 
 /// Collects the seed's entities and value rows.
@@ -158,6 +236,49 @@ struct SeedEntity<'s, 'a> {
 }
 
 impl<'a> Seed<'a> {
+    /// Adds type `id` with its definitions.
+    fn add_type(
+        &mut self,
+        (type_name, label, definitions): &SeedType,
+        id: &str,
+        entity_type: &str,
+        property_type: &str,
+    ) {
+        self.entity(id.to_owned(), entity_type, true)
+            .string("name", type_name)
+            .string("label", label);
+        for (prop, value_type, multilingual, search) in definitions.iter() {
+            let mut definition = self.entity(new_id(), property_type, true);
+            definition
+                .reference("_parent", id)
+                .string("name", prop)
+                .string("type", value_type);
+            if *multilingual {
+                definition.boolean("multilingual", true);
+            }
+            if *search {
+                definition.boolean("search", true);
+            }
+        }
+    }
+
+    /// Writes the entities and their values, and projects them.
+    async fn store(&self, conn: &mut AsyncPgConnection) -> Result<(), ApiError> {
+        for id in &self.entities {
+            values::insert_entity(conn, self.db, id, self.now, &self.owner).await?;
+        }
+        values::insert_values(conn, &self.rows).await?;
+        // Views and search depend on the definitions' own projections:
+        // the first pass makes those, the second uses them.
+        for _ in 0..2 {
+            let mut types = projection::TypeCache::default();
+            for id in &self.entities {
+                projection::project(conn, &mut types, self.db, id).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Adds an entity of the given type, owned and created by the owner person;
     /// `shared` ones (types and definitions) are readable by every person.
     fn entity(&mut self, id: String, type_id: &str, shared: bool) -> SeedEntity<'_, 'a> {
@@ -192,6 +313,13 @@ impl SeedEntity<'_, '_> {
     fn string(&mut self, prop: &str, text: &str) -> &mut Self {
         let mut row = self.row(prop);
         row.string = Some(text.to_owned());
+        self.seed.rows.push(row);
+        self
+    }
+
+    fn number(&mut self, prop: &str, number: f64) -> &mut Self {
+        let mut row = self.row(prop);
+        row.number = Some(number);
         self.seed.rows.push(row);
         self
     }
