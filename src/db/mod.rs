@@ -1,6 +1,7 @@
 //! PostgreSQL: the connection pool, migrations, the private local cluster, and
 //! the queries behind entities and values.
 
+pub mod activity;
 pub mod consents;
 pub mod databases;
 pub mod export;

@@ -1,6 +1,7 @@
 //! The HTTP API: one module per resource, the caller extractor, the routes.
 
 pub mod auth;
+pub mod duplicate_activity;
 pub mod entity;
 pub mod files;
 pub mod forms;
@@ -299,6 +300,12 @@ pub fn endpoints() -> Vec<Endpoint> {
         at(M::DELETE, "/api/{db}/entity/{id}", entity::delete),
         at(M::GET, "/api/{db}/entity/{id}/history", entity::history),
         at(M::GET, "/api/{db}/entity/{id}/aggregate", entity::aggregate),
+        at(
+            M::POST,
+            "/api/{db}/entity/{id}/duplicate",
+            duplicate_activity::duplicate,
+        ),
+        at(M::GET, "/api/{db}/entity/{id}/activity", duplicate_activity::activity),
         at(M::GET, "/api/{db}/property/{id}", property::read),
         at(M::DELETE, "/api/{db}/property/{id}", property::delete),
         // Files: thumbnails, and the local storage backend's signed URLs.

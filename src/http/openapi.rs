@@ -17,7 +17,8 @@ use super::views::responses::error_response;
 use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
 use super::views::writes::{Counter, DateInput, NewValue};
 use super::{
-    auth, entity, files, health, list, mcp, metrics, new_db, oauth, oauth_client, passkey, property, sign_in, usage,
+    auth, duplicate_activity, entity, files, health, list, mcp, metrics, new_db, oauth, oauth_client, passkey,
+    property, sign_in, usage,
 };
 use crate::error::{ApiError, ErrorBody};
 
@@ -66,6 +67,8 @@ use crate::error::{ApiError, ErrorBody};
         entity::delete,
         entity::history,
         entity::aggregate,
+        duplicate_activity::duplicate,
+        duplicate_activity::activity,
         files::entity_thumbnail,
         property::read,
         property::delete,
@@ -91,7 +94,7 @@ use crate::error::{ApiError, ErrorBody};
     tags(
         (name = "service", description = "Identity, liveness and this documentation"),
         (name = "auth", description = "Signing in and access tokens"),
-        (name = "entities", description = "Entities: list and query, create, read, add values, delete, history"),
+        (name = "entities", description = "Entities: list and query, create, read, add values, delete, history, duplicate, a person's activity"),
         (name = "properties", description = "Single property values"),
         (name = "files", description = "Thumbnails and the local storage backend's signed URLs"),
         (name = "usage", description = "Database usage"),

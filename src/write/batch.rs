@@ -10,7 +10,9 @@ use diesel_async::{AsyncConnection, AsyncPgConnection};
 use tracing::{Instrument, Span};
 
 use super::counters::CounterCache;
-use super::{WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete, idempotency, login};
+use super::{
+    WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete, duplicate, idempotency, login,
+};
 use crate::auth::api_key::GeneratedKey;
 use crate::db::databases;
 use crate::db::projection::{PendingCreates, TypeCache};
@@ -248,6 +250,9 @@ async fn apply_op(
         WriteOp::DeleteEntity { entity_id } => {
             *cache = TransactionCache::default();
             delete::delete_entity(conn, &mut cache.types, db, actor, now, &entity_id).await
+        }
+        WriteOp::DuplicateEntity(duplication) => {
+            duplicate::duplicate_entity(conn, cache, db, actor, now, &duplication).await
         }
         WriteOp::Aggregate { entity_id } => aggregate::aggregate(conn, &mut cache.types, db, actor, &entity_id).await,
         WriteOp::LinkLogin {

@@ -4,7 +4,8 @@
 //!
 //! - `batch.rs`: transactions, group commit, the savepoint retry and the
 //!   per-transaction cache;
-//! - `create.rs`, `add.rs`, `delete.rs`, `aggregate.rs`: the operations;
+//! - `create.rs`, `add.rs`, `delete.rs`, `aggregate.rs`, `duplicate.rs`: the
+//!   operations;
 //! - `validate.rs`: values against rights and definitions; `replaced.rs`:
 //!   what a write replaces, and the last-`_owner` rule; `counters.rs`:
 //!   numbering;
@@ -19,6 +20,7 @@ mod batch;
 mod counters;
 mod create;
 mod delete;
+mod duplicate;
 mod idempotency;
 pub mod keys;
 pub mod login;
@@ -39,6 +41,7 @@ use crate::model::stored::ValueRow;
 use crate::model::value::ValueInput;
 
 pub use batch::WriterCache;
+pub use duplicate::Duplication;
 pub use idempotency::IdempotencyKey;
 
 /// One write, on behalf of `actor` (a person of database `db`).
@@ -66,6 +69,8 @@ pub enum WriteOp {
     DeleteEntity {
         entity_id: String,
     },
+    /// Copies of an entity, created as `CreateEntity` creates one.
+    DuplicateEntity(Duplication),
     /// Re-computes an entity's formulas and those of entities depending on it.
     Aggregate {
         entity_id: String,
@@ -103,6 +108,8 @@ pub enum WriteOutcome {
     Aggregated {
         queued: usize,
     },
+    /// Copies of an entity, each as a `Written`, in order.
+    Copies(Vec<WriteOutcome>),
     /// A repeat of a write sent with an idempotency key: what the first
     /// write did (without any API key's plain text), and nothing written now.
     Replayed(Box<WriteOutcome>),

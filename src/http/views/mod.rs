@@ -8,6 +8,7 @@
 
 pub mod auth;
 pub mod consent;
+pub mod duplicate_activity;
 pub mod entities;
 pub mod files;
 pub mod mcp;
