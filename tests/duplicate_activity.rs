@@ -603,18 +603,28 @@ async fn activity_is_read_from_the_writer_and_deleter_indexes() {
     }
     let edits = pat_edits_a_book().await;
     let mut conn = edits.app.pool.get().await.unwrap();
-    // others' many writes and deletions beside Pat's few: a scan would read them all
+    // others' many writes and deletions on 2,000 entities the reader may
+    // read, beside Pat's few: a scan of either would read them all
     diesel::sql_query(
-        "INSERT INTO property_values (db, id, entity_id, prop, string, created_at, created_by, deleted_at, deleted_by) \
-         SELECT 'demo', lpad(to_hex(g), 24, '0'), $1, 'note', 'n', now() - g * interval '1 second', \
-         'writer' || (g % 100), CASE WHEN g % 2 = 0 THEN now() END, CASE WHEN g % 2 = 0 THEN 'deleter' || (g % 100) END \
-         FROM generate_series(1, 20000) g",
+        "INSERT INTO entities (db, id, created_at, created_by, viewers) \
+         SELECT 'demo', 'other' || lpad(to_hex(g), 19, '0'), now(), $1, ARRAY[$1] \
+         FROM generate_series(1, 2000) g",
     )
-    .bind::<Text, _>(&edits.book_id)
+    .bind::<Text, _>(&edits.app.person)
     .execute(&mut conn)
     .await
     .unwrap();
-    diesel::sql_query("ANALYZE property_values")
+    diesel::sql_query(
+        "INSERT INTO property_values (db, id, entity_id, prop, string, created_at, created_by, deleted_at, deleted_by) \
+         SELECT 'demo', lpad(to_hex(g), 24, '0'), 'other' || lpad(to_hex(g % 2000 + 1), 19, '0'), 'note', 'n', \
+         now() - g * interval '1 second', 'writer' || (g % 100), CASE WHEN g % 2 = 0 THEN now() END, \
+         CASE WHEN g % 2 = 0 THEN 'deleter' || (g % 100) END \
+         FROM generate_series(1, 20000) g",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    diesel::sql_query("ANALYZE entities, property_values")
         .execute(&mut conn)
         .await
         .unwrap();

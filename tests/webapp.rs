@@ -467,3 +467,29 @@ async fn delete_entity() {
     assert_eq!(status, 200, "{deleted}");
     assert_eq!(deleted["deleted"], true, "{deleted}");
 }
+
+#[tokio::test]
+async fn duplicate_drawer() {
+    let app = TestApp::start().await;
+    let Library {
+        owner, child, parent, ..
+    } = library(&app).await;
+    let (status, copies) = app_call(
+        &app,
+        "POST",
+        &format!("/api/demo/entity/{child}/duplicate"),
+        Some(&owner),
+        Some(json!({"count": 2, "ignoredProperties": ["published"]})),
+    )
+    .await;
+    assert_eq!(status, 200, "{copies}");
+    assert_eq!(copies.as_array().unwrap().len(), 2, "{copies}");
+    // the copies are the parent's children beside the original
+    let (_, children) = app_get(
+        &app,
+        &format!("/api/demo/entity?_parent.reference={parent}&group=_type.reference&props=_type"),
+        &owner,
+    )
+    .await;
+    assert_eq!(children["entities"][0]["_count"], 3, "{children}");
+}
