@@ -139,8 +139,11 @@ fn references_filter(field: &str, op: Option<&str>, value: &str) -> Result<Optio
     // No `_reference` value carries a system property's name, so `ne` one
     // (the web app's `property_type.ne=_parent`) holds for every entity: it is
     // dropped rather than made a negation no index can answer.
-    if matches!(&condition, Condition::Compare(Operator::Ne, Operand::Text(name)) if field == Field::PropertyType && name.starts_with('_'))
-    {
+    let holds_for_all = match &condition {
+        Condition::Compare(Operator::Ne, Operand::Text(name)) => field == Field::PropertyType && name.starts_with('_'),
+        _ => false,
+    };
+    if holds_for_all {
         return Ok(None);
     }
     Ok(Some(Filter {
