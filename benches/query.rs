@@ -1,7 +1,9 @@
 //! Queries at a million entities: a fixed-seed generator makes `book`
 //! entities (title with search, price, published, instock, code), loaded
-//! through `eds import` (see `books::load`), then `wrk` measures six list
-//! queries against two release `eds serve` processes, one with the answer
+//! through `eds import` (see `books::load`), the first thousand of them
+//! given a `publisher` reference to a person through the write path (kept
+//! for later runs), then `wrk` measures seven list queries against two release
+//! `eds serve` processes, one with the answer
 //! cache (the default) and one computing every answer, with 32 clients and
 //! with one, and each query's plan is written with `EXPLAIN (ANALYZE,
 //! BUFFERS)` (to `docs/bench/` at the default size, else to a folder under
@@ -11,15 +13,18 @@
 //! bench --bench query`; `EDS_BENCH_ENTITIES` sets the
 //! number of books, 1,000,000 by default, `EDS_BENCH_SECONDS` each wrk run's
 //! length, 10 by default, `EDS_BENCH_ONLY` one query: equality, range, q,
-//! group, props or skip). The loaded database is kept in a
+//! group, props, skip or referrers). The loaded database is kept in a
 //! durable cluster under /tmp and reused by later runs of the same size.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use books::{DB, SERVE_ENV, books, books_database, books_wanted, load, median, prewarm, scalar, wrk};
+use books::{DB, SERVE_ENV, books, books_database, books_wanted, load, median, prewarm, scalar, write, wrk};
+use diesel_async::RunQueryDsl;
 use eds::db::Pool;
+use eds::model::value::parse_body;
 use eds::query::ListQuery;
+use eds::write::WriteOp;
 
 use common::processes::{call_json, serve_logged};
 
@@ -29,6 +34,73 @@ mod common;
 
 /// The size whose plans are kept in `docs/bench/`.
 const DEFAULT_ENTITIES: usize = 1_000_000;
+
+/// How many books refer to the publisher (see [`publisher_with_referrers`]).
+const REFERRERS: usize = 1_000;
+
+/// A person "Publisher" whom the first [`REFERRERS`] books (in `_id` order)
+/// refer to through a `publisher` reference, made through the write path
+/// unless already there (kept for later runs); answers the person's id.
+/// Nothing else refers to it, as for most entities whose page the web app
+/// opens (the owner, by contrast, is the target of every book's `_owner` and
+/// `_created`).
+async fn publisher_with_referrers(pool: &Pool, owner: &str) -> String {
+    #[derive(diesel::QueryableByName)]
+    struct Id {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        id: String,
+    }
+    let named = |name: &str, type_name: &str| {
+        format!(
+            "SELECT e.id FROM entities e JOIN entities t ON t.db = e.db AND t.id = e.type_id \
+             WHERE e.db = '{DB}' AND e.deleted_at IS NULL AND e.name = '{name}' AND t.name = '{type_name}'"
+        )
+    };
+    let mut conn = pool.get().await.unwrap();
+    let found: Option<Id> = diesel::sql_query(named("Publisher", "person"))
+        .get_result(&mut conn)
+        .await
+        .ok();
+    let publisher = match found {
+        Some(found) => found.id,
+        None => {
+            let person: Id = diesel::sql_query(named("person", "entity"))
+                .get_result(&mut conn)
+                .await
+                .unwrap();
+            let values = serde_json::json!([
+                {"type": "_type", "reference": person.id}, {"type": "name", "string": "Publisher"},
+            ]);
+            write(pool, owner, books::values(values)).await
+        }
+    };
+    let missing: Vec<Id> = diesel::sql_query(format!(
+        "SELECT b.id FROM (SELECT e.id FROM entities e WHERE e.db = '{DB}' AND e.deleted_at IS NULL \
+         AND e.doc ? 'code' ORDER BY e.id LIMIT {REFERRERS}) b WHERE NOT EXISTS (SELECT 1 FROM property_values v \
+         WHERE v.db = '{DB}' AND v.entity_id = b.id AND v.prop = 'publisher' AND v.deleted_at IS NULL)"
+    ))
+    .load(&mut conn)
+    .await
+    .unwrap();
+    drop(conn);
+    let started = Instant::now();
+    let value = serde_json::json!({"type": "publisher", "reference": publisher}).to_string();
+    for book in &missing {
+        let op = WriteOp::AddValues {
+            entity_id: book.id.clone(),
+            values: parse_body(value.as_bytes()).unwrap(),
+        };
+        write(pool, owner, op).await;
+    }
+    if !missing.is_empty() {
+        println!(
+            "{} books given a reference to a publisher: {} ms",
+            missing.len(),
+            started.elapsed().as_millis()
+        );
+    }
+    publisher
+}
 
 /// Waits until no other session of the cluster is running a statement.
 async fn wait_until_idle(pool: &Pool) {
@@ -48,6 +120,7 @@ async fn main() {
         .unwrap_or(10);
     let (name, database_url, pool) = books_database(count);
     let owner = load(&pool, count).await;
+    let publisher = publisher_with_referrers(&pool, &owner).await;
     prewarm(&pool).await;
     // A write to the person who owns (and so is referenced by) every book.
     let started = Instant::now();
@@ -87,6 +160,13 @@ async fn main() {
         ("q", "two-word `q`", format!("q={}+{}&limit=20", words[0], words[1])),
         ("group", "`group=instock.boolean`", "group=instock.boolean".to_owned()),
         ("props", "`props` projection", "props=title,price&limit=20".to_owned()),
+        (
+            "referrers",
+            "referrers of an entity by type, as the web app asks (1,000)",
+            format!(
+                "_reference.reference={publisher}&_reference.property_type.ne=_parent&group=_type.reference&props=_type"
+            ),
+        ),
         (
             "skip",
             "sorted by `price`, a page from the middle",

@@ -31,7 +31,16 @@ pub enum Field {
     /// The value's own id: `<prop>._id.exists` asks for any live value of
     /// `prop`, whatever its field (never a sort or group key).
     Id,
+    /// The name of the property holding a value: `_reference.property_type`
+    /// (never a sort or group key).
+    PropertyType,
 }
+
+/// The pseudo-property `_reference`: every live reference value of an entity
+/// in a property whose name does not start with `_`, each also carrying its
+/// property's name as `property_type`. `_reference.reference=ID` lists the
+/// entities that refer to ID (the original's clients ask it so).
+pub const REFERENCES: &str = "_reference";
 
 impl Field {
     pub fn parse(name: &str) -> Option<Field> {
@@ -55,7 +64,7 @@ impl Field {
     fn is_textual(self) -> bool {
         matches!(
             self,
-            Field::String | Field::Filename | Field::Filetype | Field::Language
+            Field::String | Field::Filename | Field::Filetype | Field::Language | Field::PropertyType
         )
     }
 

@@ -3,7 +3,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Condition, DEFAULT_LIMIT, Field, Filter, ListQuery, Operand, Operator, RegexFlags, SortKey, SortTarget};
+use super::{
+    Condition, DEFAULT_LIMIT, Field, Filter, ListQuery, Operand, Operator, REFERENCES, RegexFlags, SortKey, SortTarget,
+};
 use crate::error::{ApiError, ErrorCode};
 use crate::model::ids::is_valid_id;
 use crate::model::projection::SEARCH_WORD_CHARS;
@@ -72,10 +74,11 @@ fn parse_sort(value: &str) -> Vec<SortKey> {
         .collect()
 }
 
-/// `<prop>.<field>`, as `sort` and `group` name values.
+/// `<prop>.<field>`, as `sort` and `group` name values (`_reference` is a
+/// filter only).
 fn parse_value_key(key: &str) -> Option<(String, Field)> {
     let (prop, field) = key.split_once('.')?;
-    is_valid_property_name(prop).then(|| Some((prop.to_owned(), Field::parse(field)?)))?
+    (is_valid_property_name(prop) && prop != REFERENCES).then(|| Some((prop.to_owned(), Field::parse(field)?)))?
 }
 
 /// Rule 12: words split on spaces, matched case-insensitively, only the first
@@ -95,6 +98,9 @@ fn parse_filter(key: &str, value: &str) -> Result<Option<Filter>, ApiError> {
     let (Some(prop), Some(field)) = (parts.next(), parts.next()) else {
         return Ok(None);
     };
+    if prop == REFERENCES {
+        return references_filter(field, parts.next(), value);
+    }
     // the original's clients ask `<prop>._id.exists` for any live value
     if field == "_id" {
         return Ok(
@@ -108,13 +114,53 @@ fn parse_filter(key: &str, value: &str) -> Result<Option<Filter>, ApiError> {
     let (Some(field), true) = (Field::parse(field), is_valid_property_name(prop)) else {
         return Ok(None);
     };
-    // Rule 5: an unknown operator, or one the field does not take, is ignored.
-    let op = parts
-        .next()
+    Ok(Some(Filter {
+        prop: prop.to_owned(),
+        field,
+        condition: parse_condition(field, parts.next(), value)?,
+    }))
+}
+
+/// A filter on `_reference` (see [`REFERENCES`]): its fields are `reference`
+/// and `property_type`, any other is refused (a typo would otherwise drop
+/// the filter and list every entity as a referrer).
+fn references_filter(field: &str, op: Option<&str>, value: &str) -> Result<Option<Filter>, ApiError> {
+    let field = match field {
+        "reference" => Field::Reference,
+        "property_type" => Field::PropertyType,
+        _ => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidQuery,
+                format!("Unknown field of {REFERENCES}: {field:?} (reference or property_type)"),
+            ));
+        }
+    };
+    let condition = parse_condition(field, op, value)?;
+    // No `_reference` value carries a system property's name, so `ne` one
+    // (the web app's `property_type.ne=_parent`) holds for every entity: it is
+    // dropped rather than made a negation no index can answer.
+    let holds_for_all = match &condition {
+        Condition::Compare(Operator::Ne, Operand::Text(name)) => field == Field::PropertyType && name.starts_with('_'),
+        _ => false,
+    };
+    if holds_for_all {
+        return Ok(None);
+    }
+    Ok(Some(Filter {
+        prop: REFERENCES.to_owned(),
+        field,
+        condition,
+    }))
+}
+
+/// The condition of a filter on `field` with operator name `op` (rule 5: an
+/// unknown operator, or one the field does not take, is ignored).
+fn parse_condition(field: Field, op: Option<&str>, value: &str) -> Result<Condition, ApiError> {
+    let op = op
         .and_then(Operator::parse)
         .filter(|op| field.allows(*op))
         .unwrap_or(Operator::Eq);
-    let condition = match op {
+    Ok(match op {
         Operator::Exists => Condition::Exists(value == "true"),
         Operator::In => Condition::In(
             value
@@ -124,21 +170,20 @@ fn parse_filter(key: &str, value: &str) -> Result<Option<Filter>, ApiError> {
         ),
         Operator::Regex => parse_regex(value)?,
         _ => Condition::Compare(op, operand(field, value)?),
-    };
-    Ok(Some(Filter {
-        prop: prop.to_owned(),
-        field,
-        condition,
-    }))
+    })
 }
 
 fn operand(field: Field, text: &str) -> Result<Operand, ApiError> {
     let invalid = |what: &str| ApiError::new(ErrorCode::InvalidFilter, format!("Invalid {what}: {text:?}"));
     Ok(match field {
-        Field::String | Field::Filename | Field::Filetype | Field::Language if !is_storable_text(text) => {
+        Field::String | Field::Filename | Field::Filetype | Field::Language | Field::PropertyType
+            if !is_storable_text(text) =>
+        {
             return Err(invalid("text"));
         }
-        Field::String | Field::Filename | Field::Filetype | Field::Language => Operand::Text(text.to_owned()),
+        Field::String | Field::Filename | Field::Filetype | Field::Language | Field::PropertyType => {
+            Operand::Text(text.to_owned())
+        }
         Field::Reference | Field::Id if is_valid_id(text) => Operand::Text(text.to_owned()),
         Field::Reference | Field::Id => return Err(ApiError::new(ErrorCode::InvalidId, "Invalid ID")),
         Field::Number => Operand::Number(text.trim().parse().map_err(|_| invalid("number"))?),
@@ -752,6 +797,58 @@ mod tests {
         for key in ["table._id", "table._id.ne", "a.b._id.exists"] {
             assert!(parse(&[(key, "x")]).unwrap().filters.is_empty(), "{key}");
         }
+    }
+
+    #[test]
+    fn reference_filters_take_reference_and_property_type_with_their_operators() {
+        let id = "5f1a2b3c4d5e6f7a8b9c0d1e";
+        let referrers = filter("_reference.reference", id);
+        assert_eq!(
+            (referrers.prop.as_str(), referrers.field),
+            ("_reference", Field::Reference)
+        );
+        assert_eq!(
+            filter("_reference.reference.in", &format!("{id},{id}")).condition,
+            Condition::In(vec![Operand::Text(id.into()), Operand::Text(id.into())])
+        );
+        let by_name = filter("_reference.property_type.ne", "author");
+        assert_eq!(by_name.field, Field::PropertyType);
+        assert_eq!(
+            by_name.condition,
+            Condition::Compare(Operator::Ne, Operand::Text("author".into()))
+        );
+        assert!(matches!(
+            filter("_reference.property_type.regex", "/^a/i").condition,
+            Condition::Regex { .. }
+        ));
+        let error = parse(&[("_reference.reference", "nope")]).unwrap_err();
+        assert_eq!(error.code.as_str(), "invalid_id");
+    }
+
+    #[test]
+    fn property_type_ne_of_a_system_name_matches_every_entity_and_is_dropped() {
+        let query = parse(&[
+            ("_reference.reference", "5f1a2b3c4d5e6f7a8b9c0d1e"),
+            ("_reference.property_type.ne", "_parent"),
+            ("group", "_type.reference"),
+        ])
+        .unwrap();
+        assert_eq!(query.filters.len(), 1);
+        assert!(!query.is_expensive(), "the web app's referrer query is indexed");
+    }
+
+    #[test]
+    fn an_unknown_field_of_reference_is_invalid_query_and_reference_is_no_sort_or_group_key() {
+        for key in ["_reference.string", "_reference.x.ne", "_reference._id.exists"] {
+            let error = parse(&[(key, "a")]).unwrap_err();
+            assert_eq!(
+                (error.status().as_u16(), error.code.as_str()),
+                (400, "invalid_query"),
+                "{key}"
+            );
+        }
+        let query = parse(&[("sort", "_reference.reference"), ("group", "_reference.reference")]).unwrap();
+        assert!(query.sort.is_empty() && query.group.is_empty());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::search::search_words;
 use super::statement::{Bind, Sql};
 use super::visibility::visible_value;
 use crate::model::{API_KEY_PROPERTY, TYPE_PROPERTY};
-use crate::query::{Condition, Field, Filter, ListQuery, Operator};
+use crate::query::{Condition, Field, Filter, ListQuery, Operator, REFERENCES};
 use crate::rights::ALWAYS_SHOWN;
 
 /// The conditions every match meets: a live entity of `db` the caller may
@@ -101,6 +101,7 @@ pub(super) fn column(field: Field) -> &'static str {
         Field::Filetype => "filetype",
         Field::Language => "language",
         Field::Id => "id",
+        Field::PropertyType => "prop",
     }
 }
 
@@ -144,7 +145,8 @@ pub(super) struct ValueFilter<'a> {
 
 impl ValueFilter<'_> {
     /// `SELECT v.entity_id[, v.<field> AS k] FROM property_values v WHERE ...`:
-    /// the live values of the property that pass every condition and that
+    /// the live values of the property (for `_reference`: the reference
+    /// values of every property not named with `_`) that pass every condition and that
     /// the caller may see, of entities whose type passes `types` (filters on
     /// `_type`); with `key`, `k` is the value's field (NULL for a reference
     /// matched by its target's name).
@@ -162,10 +164,14 @@ impl ValueFilter<'_> {
                 sql.push(&format!(", {column} AS k"));
             }
             sql.push(" FROM property_values v WHERE v.db = ")
-                .bind(Bind::Text(db.to_owned()))
-                .push(" AND v.prop = ")
-                .bind(Bind::Text(self.prop.to_owned()))
-                .push(" AND v.deleted_at IS NULL AND ");
+                .bind(Bind::Text(db.to_owned()));
+            if self.prop == REFERENCES {
+                // as the partial index `property_values_referrers` spells it
+                sql.push(" AND v.reference IS NOT NULL AND v.prop NOT LIKE '\\_%'");
+            } else {
+                sql.push(" AND v.prop = ").bind(Bind::Text(self.prop.to_owned()));
+            }
+            sql.push(" AND v.deleted_at IS NULL AND ");
             visible_value(sql, "v", db, person);
             for filter in types {
                 sql.push(" AND ");

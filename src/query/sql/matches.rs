@@ -114,6 +114,10 @@ mod tests {
         assert!(plan_of("_type.string=book&price.number.gt=990&sort=-price.number", &[]));
         assert!(plan_of("price.number.lt=10&sort=price.number&limit=5", &[]));
         assert!(plan_of("price.number.gte=5&title.string=Dune&sort=-_id", &[]));
+        assert!(
+            plan_of("_reference.reference=5f1a2b3c4d5e6f7a8b9c0d1e", &[]),
+            "referrers"
+        );
     }
 
     #[test]
