@@ -493,3 +493,38 @@ async fn duplicate_drawer() {
     .await;
     assert_eq!(children["entities"][0]["_count"], 3, "{children}");
 }
+
+#[tokio::test]
+async fn entity_page_referrers_by_type() {
+    let app = TestApp::start().await;
+    let Library {
+        owner,
+        book,
+        parent,
+        child,
+        ..
+    } = library(&app).await;
+    app.define(&owner, &book, "sequel_of", "reference", json!([])).await;
+    app.post(
+        &format!("/api/demo/entity/{child}"),
+        &owner,
+        json!([{"type": "sequel_of", "reference": parent}]),
+    )
+    .await;
+    let (status, referrers) = app_get(
+        &app,
+        &format!(
+            "/api/demo/entity?_reference.reference={parent}&_reference.property_type.ne=_parent&group=_type.reference&props=_type"
+        ),
+        &owner,
+    )
+    .await;
+    assert_eq!(status, 200, "{referrers}");
+    let groups = referrers["entities"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{referrers}");
+    assert_eq!(value(&groups[0], "_type", "reference"), book.as_str());
+    assert_eq!(
+        groups[0]["_count"], 1,
+        "the child refers through `sequel_of`, not only `_parent`: {referrers}"
+    );
+}
