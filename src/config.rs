@@ -96,8 +96,10 @@ impl AuthSettings {
 #[derive(Clone, Deserialize)]
 pub struct WebauthnSettings {
     pub rp_id: String,
-    /// Empty: `http.public_url`.
-    pub origin: String,
+    /// The origins ceremonies run at: the passkey pages' and the apps'
+    /// running the JSON ceremony. Empty: `http.public_url`.
+    #[serde(deserialize_with = "list_or_comma_separated")]
+    pub origin: Vec<String>,
 }
 
 /// An OpenID Connect provider this service signs people in with; without a

@@ -1,5 +1,6 @@
 //! `GET /api/auth` (an API key or a session token for an access token, an
-//! invitation accepted on the way) and `GET /api/auth/refresh`.
+//! invitation accepted on the way), `GET /api/auth/refresh`, and an app's
+//! passkey sign-in, which answers as `GET /api/auth` does.
 
 use std::collections::BTreeMap;
 
@@ -8,6 +9,7 @@ use chrono::{DateTime, Utc};
 use dashmap::DashMap;
 use diesel_async::AsyncPgConnection;
 use serde::Deserialize;
+use serde_json::Value as Json;
 
 use super::views::auth::{Account, AccountUser, TokenResponse, TokenUser, token_example};
 use super::views::responses::ReadUnavailable;
@@ -21,6 +23,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::metrics;
 use crate::model::json::format_datetime;
 use crate::sign_in::accounts::{accounts_of, add_user, api_key_login, api_key_of};
+use crate::sign_in::app_passkey::AppAnswer;
 use crate::sign_in::invite::{self, Accepted};
 
 #[derive(Debug, Deserialize)]
@@ -189,6 +192,35 @@ pub async fn authenticate(
     let mut claims = Claims::access(login.sub(), accounts, Some(ip), now);
     claims.set_profile(&login);
     token_response(&state, &mut *state.pool.get().await?, &claims, LOGIN, conflict).await
+}
+
+#[utoipa::path(
+    post, path = "/api/auth/passkey", operation_id = "passkey_app_sign_in", tag = "auth", summary = "Sign in with a passkey (an app's ceremony)",
+    description = "The original's JSON ceremony: the body is the `PublicKeyCredential` the device gave for the options of `GET /api/auth/passkey` (asked for as JSON), binary fields base64url, with that answer's `challengeToken` beside its fields. The passkey's stored credential is found in every database holding it; the answer is `GET /api/auth`'s.",
+    request_body(content = Object, description = "`{...credential, challengeToken}`"),
+    responses(
+        (status = 200, description = "Signed in: the token and the databases it reaches", body = TokenResponse, example = token_example),
+        (status = 400, description = "No `challengeToken` (`bad_request`); an unknown, used, expired or foreign `challengeToken`, a passkey no person holds, or an answer that does not verify (`invalid_sign_in`)", body = ErrorBody),
+        (status = 503, description = "Passkeys are not configured on this server", body = ErrorBody),
+    )
+)]
+pub async fn passkey_sign_in(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    body: web::Json<Json>,
+) -> Result<HttpResponse, ApiError> {
+    let answer = AppAnswer::read(body.into_inner())?;
+    let ip = client_ip(&req, &state.trusted_proxies);
+    let now = state.clock.now();
+    let mut conn = state.pool.get().await?;
+    let done = state
+        .sign_in
+        .finish_passkey_sign_in(&mut conn, &answer.challenge_token, answer.credential, &ip, now)
+        .await?;
+    let sub = done.login.sub();
+    let mut claims = Claims::access(sub.clone(), accounts_of(&mut conn, &sub).await?, Some(ip), now);
+    claims.set_profile(&done.login);
+    token_response(&state, &mut conn, &claims, LOGIN, false).await
 }
 
 /// An API key exchanged for a token for its person (in `wanted` only, if given).

@@ -1,5 +1,6 @@
 //! The HTTP API: one module per resource, the caller extractor, the routes.
 
+pub mod app_passkey;
 pub mod auth;
 pub mod duplicate_activity;
 pub mod entity;
@@ -279,6 +280,8 @@ pub fn endpoints() -> Vec<Endpoint> {
         at(M::POST, "/api/auth/passkey/register/finish", passkey::register_finish),
         at(M::POST, "/api/auth/passkey/options", passkey::sign_in_options),
         at(M::POST, "/api/auth/passkey/finish", passkey::sign_in_finish),
+        at(M::GET, "/api/auth/passkey", app_passkey::sign_in),
+        at(M::POST, "/api/auth/passkey", auth::passkey_sign_in),
         at(M::GET, "/api/auth/{provider}", sign_in::start),
         at(M::POST, "/api/auth/{provider}", sign_in::send_link),
         // Before `/api/{db}/...`: `new` is a reserved database name.
@@ -293,6 +296,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/.well-known/oauth-protected-resource/api/{db}/mcp",
             mcp::protected_resource,
         ),
+        at(M::GET, "/api/{db}/passkey", app_passkey::register_options),
+        at(M::POST, "/api/{db}/passkey", app_passkey::register),
         at(M::GET, "/api/{db}/entity", list::list),
         at(M::POST, "/api/{db}/entity", entity::create),
         at(M::GET, "/api/{db}/entity/{id}", entity::read),

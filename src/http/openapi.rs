@@ -17,8 +17,8 @@ use super::views::responses::error_response;
 use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
 use super::views::writes::{Counter, DateInput, NewValue};
 use super::{
-    auth, duplicate_activity, entity, files, health, list, mcp, metrics, new_db, oauth, oauth_client, passkey,
-    property, sign_in, usage,
+    app_passkey, auth, duplicate_activity, entity, files, health, list, mcp, metrics, new_db, oauth, oauth_client,
+    passkey, property, sign_in, usage,
 };
 use crate::error::{ApiError, ErrorBody};
 
@@ -53,12 +53,16 @@ use crate::error::{ApiError, ErrorBody};
         passkey::register_finish,
         passkey::sign_in_options,
         passkey::sign_in_finish,
+        app_passkey::sign_in,
+        auth::passkey_sign_in,
         sign_in::start,
         sign_in::send_link,
         new_db::available,
         new_db::create,
         new_db::create_by_put,
         usage::read,
+        app_passkey::register_options,
+        app_passkey::register,
         list::list,
         metrics::read,
         entity::create,

@@ -141,6 +141,7 @@ fn asked(state: &AppState, req: &HttpRequest, body: CeremonyAsked) -> Result<Pas
     body.invite.as_deref().map(check_invite).transpose()?;
     Ok(PasskeyAsked {
         device: body.device,
+        listed_as: None,
         next,
         invite: body.invite,
         client_ip: client_ip(req, &state.trusted_proxies),
@@ -211,7 +212,7 @@ pub async fn register_finish(
     let ip = client_ip(&req, &state.trusted_proxies);
     let done = state
         .sign_in
-        .finish_passkey_registration(&body.ceremony, body.credential, &ip, state.clock.now())
+        .finish_passkey_registration(&body.ceremony, body.credential, None, &ip, state.clock.now())
         .await?;
     if let Some((db, person)) = owner {
         accounts::add_login(&state.writers, db, person, &done.login).await?;

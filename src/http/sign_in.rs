@@ -9,9 +9,8 @@ use utoipa::ToSchema;
 use super::forms::FormOrigin;
 use super::middleware::limits::RateLimits;
 use super::views::pages;
-use super::views::passkey_pages::{self, Carried};
 use super::{AppState, client_ip};
-use crate::auth::login::{EMAIL_PROVIDER, PASSKEY_PROVIDER, PROVIDERS};
+use crate::auth::login::{EMAIL_PROVIDER, PROVIDERS};
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::mail;
 use crate::sign_in::email::LinkAsked;
@@ -72,7 +71,7 @@ fn provider_checked(state: &AppState, provider: &str) -> Result<(), ApiError> {
 
 #[utoipa::path(
     get, path = "/api/auth/{provider}", operation_id = "sign_in", tag = "auth", summary = "Sign in with a provider",
-    description = "Browser sign-in. `passkey`: an HTML page whose script asks the device for one of its passkeys (see `/api/auth/passkey/options` and `/finish`), linking to `/api/auth/passkey/register` to create one. `e-mail`: without `token`, an HTML form asking for the address; the mailed link (the same path with `token`) completes the sign-in from the address that asked, once, within 15 minutes. `google`, `apple`, `smart-id`, `mobile-id`, `id-card` (OpenID Connect, when configured): a redirect to the provider, which sends the browser back here with `code` and `state` (Apple POSTs them) within 10 minutes. Completed: without `next`, JSON `{key}`; with `next`, a redirect to `next` with the session token appended. The session token lives 5 minutes, is single use and bound to the browser's address; exchange it at `GET /api/auth`.",
+    description = "Browser sign-in (`passkey`: see `GET /api/auth/passkey`). `e-mail`: without `token`, an HTML form asking for the address; the mailed link (the same path with `token`) completes the sign-in from the address that asked, once, within 15 minutes. `google`, `apple`, `smart-id`, `mobile-id`, `id-card` (OpenID Connect, when configured): a redirect to the provider, which sends the browser back here with `code` and `state` (Apple POSTs them) within 10 minutes. Completed: without `next`, JSON `{key}`; with `next`, a redirect to `next` with the session token appended. The session token lives 5 minutes, is single use and bound to the browser's address; exchange it at `GET /api/auth`.",
     params(
         ("provider" = String, Path, description = "`passkey`, `apple`, `google`, `e-mail`, `smart-id`, `mobile-id` or `id-card`", example = "e-mail"),
         ("next" = Option<String>, Query, description = "An https URL to send the browser to, with the session token appended", example = "https://app.example.com/signed-in?key="),
@@ -107,17 +106,6 @@ pub async fn start(
         .map(|next| state.sign_in.check_next(next))
         .transpose()?;
     query.invite.as_deref().map(check_invite).transpose()?;
-    if provider.as_str() == PASSKEY_PROVIDER {
-        let carried = Carried {
-            next,
-            invite: query.invite.as_deref(),
-            db: None,
-        };
-        return Ok(passkey_pages::sign_in(
-            Lang::from_query(query.lang.as_deref()),
-            &carried,
-        ));
-    }
     let ip = client_ip(&req, &state.trusted_proxies);
     let now = state.clock.now();
     if provider.as_str() != EMAIL_PROVIDER {
@@ -172,11 +160,6 @@ pub async fn send_link(
     form: web::Form<SignInForm>,
 ) -> Result<HttpResponse, ApiError> {
     provider_checked(&state, &provider)?;
-    if provider.as_str() == PASSKEY_PROVIDER {
-        return Err(ApiError::not_found(
-            "Passkeys answer at /api/auth/passkey/finish, not by form",
-        ));
-    }
     let form = form.into_inner();
     let ip = client_ip(&req, &state.trusted_proxies);
     // an OpenID Connect provider's `form_post` comes from its own site

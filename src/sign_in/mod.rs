@@ -9,11 +9,13 @@
 //! - `confirm_invite.rs`: an invitation a sign-in carries waits for the person's yes;
 //! - `oidc.rs`: OpenID Connect providers (Google, Apple, eID brokers);
 //! - `passkey.rs`: passkeys (WebAuthn);
+//! - `app_passkey.rs`: the JSON passkey ceremony apps run;
 //! - `oauth.rs`: the OAuth server's authorization requests and codes;
 //! - `authorize.rs`: the checks of an authorization request (pure);
 //! - `consent.rs`: the person's consent to an OAuth client, asked and remembered.
 
 pub mod accounts;
+pub mod app_passkey;
 pub mod authorize;
 pub mod confirm_invite;
 pub mod consent;

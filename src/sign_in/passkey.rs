@@ -40,27 +40,20 @@ pub struct Passkeys {
 }
 
 impl Passkeys {
-    /// The relying party of `settings`, its origin `public_url` unless set.
-    /// An unusable one (an IP address, an RP ID that is not the origin's
+    /// The relying party of `settings`, its origins `public_url` unless set.
+    /// An unusable one (an IP address, an RP ID that is not every origin's
     /// host or a parent of it) is logged, and passkeys are not offered.
     pub fn from_settings(settings: &WebauthnSettings, public_url: &str) -> Passkeys {
-        let origin = match settings.origin.as_str() {
-            "" => public_url,
-            origin => origin,
+        let origins: Vec<&str> = match settings.origin.as_slice() {
+            [] => vec![public_url],
+            origins => origins.iter().map(String::as_str).collect(),
         };
-        let relying_party = Url::parse(origin)
-            .map_err(|error| error.to_string())
-            .and_then(|origin| {
-                WebauthnBuilder::new(&settings.rp_id, &origin)
-                    .and_then(|builder| builder.rp_name("eds").build())
-                    .map_err(|error| error.to_string())
-            });
-        match relying_party {
+        match relying_party(&settings.rp_id, &origins) {
             Ok(relying_party) => Passkeys {
                 relying_party: Some(relying_party),
             },
             Err(error) => {
-                tracing::warn!(rp_id = %settings.rp_id, %origin, %error,
+                tracing::warn!(rp_id = %settings.rp_id, ?origins, %error,
                     "passkeys are not offered: auth.webauthn names no usable relying party");
                 Passkeys { relying_party: None }
             }
@@ -76,10 +69,28 @@ impl Passkeys {
     }
 }
 
+/// The relying party `rp_id` answering ceremonies run at any of `origins`.
+fn relying_party(rp_id: &str, origins: &[&str]) -> Result<Webauthn, String> {
+    let origins = origins
+        .iter()
+        .map(|origin| Url::parse(origin).map_err(|error| format!("{origin}: {error}")))
+        .collect::<Result<Vec<Url>, String>>()?;
+    let (first, others) = origins.split_first().ok_or("no origin")?;
+    let mut builder = WebauthnBuilder::new(rp_id, first).map_err(|error| error.to_string())?;
+    for origin in others {
+        // the builder checks only its first origin against the RP ID
+        WebauthnBuilder::new(rp_id, origin).map_err(|error| format!("{origin}: {error}"))?;
+        builder = builder.append_allowed_origin(origin);
+    }
+    builder.rp_name("eds").build().map_err(|error| error.to_string())
+}
+
 /// A ceremony asked for by a sign-in page.
 pub struct PasskeyAsked {
     /// The name of the device a registration is made on.
     pub device: Option<String>,
+    /// The name the device lists a new passkey under; default the device's.
+    pub listed_as: Option<String>,
     /// Where the browser goes once signed in (checked already).
     pub next: Option<String>,
     /// An invitation to accept once signed in.
@@ -109,9 +120,10 @@ impl SignIn {
     pub async fn start_passkey_registration(&self, asked: PasskeyAsked, now: DateTime<Utc>) -> Result<Begun, ApiError> {
         let relying_party = self.passkeys.relying_party()?;
         let device = device_name(asked.device.as_deref());
+        let listed_as = asked.listed_as.unwrap_or_else(|| device.clone());
         // The user handle names no one: a passkey's person is found by its credential.
         let (options, state) = relying_party
-            .start_passkey_registration(Uuid::new_v4(), &device, &device, None)
+            .start_passkey_registration(Uuid::new_v4(), &listed_as, &listed_as, None)
             .map_err(|error| ApiError::internal("cannot begin a passkey registration", error))?;
         let mut options = to_json(&options)?;
         // Discoverable, or the device could not offer it at sign-in unasked
@@ -128,11 +140,13 @@ impl SignIn {
     }
 
     /// Completes registration `token` with the browser's new credential:
-    /// the passkey's login, carrying the credential to store.
+    /// the passkey's login, carrying the credential to store. A `device`
+    /// name given only now (an app's) takes the place of the ceremony's.
     pub async fn finish_passkey_registration(
         &self,
         token: &str,
         credential: Json,
+        device: Option<&str>,
         client_ip: &str,
         now: DateTime<Utc>,
     ) -> Result<Completed, ApiError> {
@@ -146,7 +160,10 @@ impl SignIn {
                 refused("the new passkey did not verify")
             })?;
         let stored = StoredPasskey {
-            device: ceremony.device.unwrap_or_else(|| UNNAMED_DEVICE.to_owned()),
+            device: device
+                .map(|device| device_name(Some(device)))
+                .or(ceremony.device)
+                .unwrap_or_else(|| UNNAMED_DEVICE.to_owned()),
             credential: to_json(&passkey)?,
         };
         let uid = passkey_uid(passkey.cred_id().as_ref(), &to_json(passkey.get_public_key())?);
@@ -327,15 +344,34 @@ mod tests {
         assert_eq!(device_name(Some(&"x".repeat(300))).chars().count(), 100);
     }
 
+    fn settings(rp_id: &str, origins: &[&str]) -> WebauthnSettings {
+        WebauthnSettings {
+            rp_id: rp_id.to_owned(),
+            origin: origins.iter().map(|origin| (*origin).to_owned()).collect(),
+        }
+    }
+
     #[test]
     fn an_ip_address_cannot_be_the_relying_party() {
-        let settings = |rp_id: &str, origin: &str| WebauthnSettings {
-            rp_id: rp_id.to_owned(),
-            origin: origin.to_owned(),
-        };
-        assert!(Passkeys::from_settings(&settings("localhost", ""), "http://localhost:8080").is_configured());
-        assert!(!Passkeys::from_settings(&settings("127.0.0.1", ""), "http://127.0.0.1:8080").is_configured());
-        assert!(!Passkeys::from_settings(&settings("localhost", ""), "http://127.0.0.1:8080").is_configured());
-        assert!(Passkeys::from_settings(&settings("example.com", "https://eds.example.com"), "").is_configured());
+        assert!(Passkeys::from_settings(&settings("localhost", &[]), "http://localhost:8080").is_configured());
+        assert!(!Passkeys::from_settings(&settings("127.0.0.1", &[]), "http://127.0.0.1:8080").is_configured());
+        assert!(!Passkeys::from_settings(&settings("localhost", &[]), "http://127.0.0.1:8080").is_configured());
+        assert!(Passkeys::from_settings(&settings("example.com", &["https://eds.example.com"]), "").is_configured());
+    }
+
+    #[test]
+    fn every_configured_origin_must_be_on_the_relying_party() {
+        let both = ["https://eds.example.com", "https://app.example.com"];
+        let passkeys = Passkeys::from_settings(&settings("example.com", &both), "");
+        let origins: Vec<&str> = passkeys
+            .relying_party()
+            .unwrap()
+            .get_allowed_origins()
+            .iter()
+            .map(Url::as_str)
+            .collect();
+        assert_eq!(origins, ["https://eds.example.com/", "https://app.example.com/"]);
+        let foreign = ["https://eds.example.com", "https://app.example.org"];
+        assert!(!Passkeys::from_settings(&settings("example.com", &foreign), "").is_configured());
     }
 }
