@@ -12,7 +12,15 @@ if [ -f "$state" ]; then
     "$eds" key create demo "$person"
 else
     mkdir -p .data
-    "$eds" db create demo --email demo@example.com --name "Demo User" | tee "$state.tmp"
+    # not through a pipe: a refusal (say, `demo` made by another checkout
+    # against the same DATABASE_URL) must stop here, not leave an empty state
+    if ! "$eds" db create demo --email demo@example.com --name "Demo User" > "$state.tmp"; then
+        rm -f "$state.tmp"
+        echo "make run: database demo exists but $state (its owner's id) is missing;" \
+            "run \`eds key create demo PERSON_ID\`, or remove .data to start afresh" >&2
+        exit 1
+    fi
+    cat "$state.tmp"
     # keep the ids, not the key: the key is shown once
     jq -c '{database, person}' "$state.tmp" > "$state"
     rm -f "$state.tmp"
