@@ -122,6 +122,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         api_url: settings.http.oauth_issuer(),
         allowed_next_origins: settings.auth.next_origins()?,
     };
+    let mcp_origins = settings.mcp.origins(&settings.http)?;
     Ok(web::Data::new(AppState {
         pool,
         jwt,
@@ -142,6 +143,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         sign_in,
         new_databases_per_day: settings.limits.new_databases_per_day,
         limits: web::Data::new(limits::RateLimits::from_settings(&settings.limits)),
+        mcp_origins,
     }))
 }
 

@@ -18,6 +18,7 @@ pub struct Settings {
     pub limits: LimitSettings,
     pub metrics: MetricsSettings,
     pub mail: MailSettings,
+    pub mcp: McpSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -78,18 +79,23 @@ pub struct AuthSettings {
 impl AuthSettings {
     /// `allowed_next_origins` as browsers write origins (`scheme://host[:port]`).
     pub fn next_origins(&self) -> Result<Vec<String>, String> {
-        self.allowed_next_origins
-            .iter()
-            .map(|origin| {
-                url::Url::parse(origin)
-                    .ok()
-                    .map(|url| url.origin())
-                    .filter(url::Origin::is_tuple)
-                    .map(|origin| origin.ascii_serialization())
-                    .ok_or_else(|| format!("auth.allowed_next_origins: {origin:?} is not an http(s) origin"))
-            })
-            .collect()
+        origins("auth.allowed_next_origins", &self.allowed_next_origins)
     }
+}
+
+/// `list`'s URLs as origins (`scheme://host[:port]`, as browsers send them
+/// in `Origin`); an entry that names none is an error of setting `key`.
+fn origins(key: &str, list: &[String]) -> Result<Vec<String>, String> {
+    list.iter()
+        .map(|origin| {
+            url::Url::parse(origin)
+                .ok()
+                .map(|url| url.origin())
+                .filter(url::Origin::is_tuple)
+                .map(|origin| origin.ascii_serialization())
+                .ok_or_else(|| format!("{key}: {origin:?} is not an http(s) origin"))
+        })
+        .collect()
 }
 
 /// The passkeys' relying party.
@@ -254,6 +260,22 @@ impl std::fmt::Debug for MailSettings {
             .field("from", &self.from)
             .field("timeout_ms", &self.timeout_ms)
             .finish()
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct McpSettings {
+    /// Browser origins the MCP endpoint accepts besides the service's own.
+    #[serde(deserialize_with = "list_or_comma_separated")]
+    pub allowed_origins: Vec<String>,
+}
+
+impl McpSettings {
+    /// Every origin the MCP endpoint accepts: the service's own (its public
+    /// and API URLs) and `mcp.allowed_origins`.
+    pub fn origins(&self, http: &HttpSettings) -> Result<Vec<String>, String> {
+        let own = origins("http.public_url", &[http.public_url.clone(), http.oauth_issuer()])?;
+        Ok([own, origins("mcp.allowed_origins", &self.allowed_origins)?].concat())
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use common::{JWT_SECRET, TestApp};
+use common::{JWT_SECRET, Storage, TestApp};
 use eds::auth::jwt::{Claims, JwtKeys};
 use eds::http::operations::types::{definitions_query, types_query};
 use serde_json::{Value as Json, json};
@@ -588,4 +588,48 @@ async fn the_official_python_sdk_lists_and_calls_every_tool() {
     assert!(!now.to_string().contains(&lib.title_value), "{now}");
     assert_eq!(results[8]["isError"], true);
     assert_eq!(answer(8)["status"], 404);
+}
+
+#[tokio::test]
+async fn an_origin_neither_the_services_own_nor_allowed_is_refused() {
+    let app = TestApp::start_with(
+        Storage::Local,
+        &[("mcp.allowed_origins", "https://agent.example.com".to_owned())],
+    )
+    .await;
+    let token = app.owner_token().await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let send = |origin: Option<String>| {
+        let mut request = reqwest::Client::new()
+            .post(format!("{}{MCP}", app.url))
+            .bearer_auth(&token)
+            .json(&ping);
+        if let Some(origin) = origin {
+            request = request.header("Origin", origin);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Json>().await.unwrap_or(Json::Null))
+        }
+    };
+    // no Origin (a client that is not a browser), the service's own, an allowed one
+    for origin in [
+        None,
+        Some(app.url.clone()),
+        Some("https://agent.example.com".to_owned()),
+    ] {
+        let (status, answer) = send(origin.clone()).await;
+        assert_eq!(status, 200, "{origin:?}: {answer}");
+        assert_eq!(answer["result"], json!({}), "{answer}");
+    }
+    // a page elsewhere, or a rebound name for this server, before any token check
+    for origin in ["https://evil.example", "http://attacker.localtest.me:8080", "null"] {
+        let (status, refusal) = send(Some(origin.to_owned())).await;
+        assert_eq!(status, 403, "{origin}: {refusal}");
+        assert_eq!(refusal["status"], 403);
+        assert!(refusal["message"].as_str().unwrap().contains("Origin"), "{refusal}");
+    }
+    let (status, _) = app.call("GET", MCP, None, None).await;
+    assert_eq!(status, 401, "no Origin, no token: challenged as before");
 }

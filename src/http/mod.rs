@@ -67,6 +67,8 @@ pub struct AppState {
     pub new_databases_per_day: u32,
     /// The rate limits; the handlers that send mail charge them too.
     pub limits: web::Data<middleware::limits::RateLimits>,
+    /// The `Origin`s the MCP endpoint accepts (`mcp.allowed_origins` and the service's own).
+    pub mcp_origins: Vec<String>,
 }
 
 impl AppState {

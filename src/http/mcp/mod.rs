@@ -32,7 +32,7 @@ use crate::mcp::{self, Message, PROTOCOL_VERSIONS, RpcError};
         (status = 400, description = "Malformed JSON (`-32700`), not a JSON-RPC request or a batch (`-32600`), or an unsupported `MCP-Protocol-Version`", body = RpcAnswer),
         (status = 401, description = "No token, or an unacceptable one (only `use: access` tokens are taken)", body = ErrorBody,
          headers(("WWW-Authenticate" = String, description = "`Bearer resource_metadata=\"{api_url}/.well-known/oauth-protected-resource/api/{db}/mcp\"`, with `, error=\"invalid_token\"` when a token was sent"))),
-        (status = 403, description = "The token is for other databases only", body = ErrorBody),
+        (status = 403, description = "The token is for other databases only, or an `Origin` header that is neither the service's own nor one of `mcp.allowed_origins`", body = ErrorBody),
         (status = 404, description = "No such database", body = ErrorBody),
     )
 )]
@@ -122,6 +122,17 @@ async fn known(state: &AppState, db: &str) -> Result<(), ApiError> {
 /// The caller, when an access token gives them a person in `db`; else the
 /// refusal, with a `WWW-Authenticate` challenge naming the metadata.
 async fn admitted(state: &AppState, req: &HttpRequest, db: &str) -> Result<Caller, HttpResponse> {
+    // A page a browser fetched from elsewhere (a DNS-rebound name for a local
+    // server among them) sends its own Origin: refused before anything else.
+    if let Some(origin) = req.headers().get(header::ORIGIN)
+        && !origin
+            .to_str()
+            .is_ok_and(|origin| state.mcp_origins.iter().any(|allowed| allowed == origin))
+    {
+        return Err(
+            ApiError::forbidden("This Origin may not use the MCP endpoint (mcp.allowed_origins)").error_response(),
+        );
+    }
     known(state, db).await.map_err(|error| error.error_response())?;
     let challenge = |error: ApiError| {
         let mut response = error.error_response();
