@@ -107,13 +107,7 @@ pub(super) async fn seed(conn: &mut AsyncPgConnection, name: &str, owner: Owner<
             format!("Database {name} exists"),
         ));
     }
-    let mut seed = Seed {
-        db: name,
-        owner: new_id(),
-        now: Utc::now(),
-        entities: Vec::new(),
-        rows: Vec::new(),
-    };
+    let mut seed = Seed::new(name, new_id());
     let type_ids: Vec<String> = SEED_TYPES.iter().map(|_| new_id()).collect();
     let (entity_type, property_type) = (type_ids[0].clone(), type_ids[1].clone());
     for (seed_type, type_id) in SEED_TYPES.iter().zip(&type_ids) {
@@ -196,13 +190,7 @@ pub async fn add_missing_types(pool: &Pool) -> Result<usize, ApiError> {
         conn.transaction(|conn| {
             async move {
                 begin_writes(conn, &database.db).await?;
-                let mut seed = Seed {
-                    db: &database.db,
-                    owner: database.owner.clone(),
-                    now: Utc::now(),
-                    entities: Vec::new(),
-                    rows: Vec::new(),
-                };
+                let mut seed = Seed::new(&database.db, database.owner.clone());
                 for seed_type in SEED_TYPES
                     .iter()
                     .filter(|(name, _, _)| database.missing.iter().any(|m| m == name))
@@ -236,6 +224,17 @@ struct SeedEntity<'s, 'a> {
 }
 
 impl<'a> Seed<'a> {
+    /// An empty seed of database `db`, its entities owned and created by `owner`.
+    fn new(db: &'a str, owner: String) -> Seed<'a> {
+        Seed {
+            db,
+            owner,
+            now: Utc::now(),
+            entities: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+
     /// Adds type `id` with its definitions.
     fn add_type(
         &mut self,
