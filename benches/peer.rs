@@ -279,7 +279,7 @@ async fn main() {
     let (_, input) = books::import_input(&bulk_pool, count).await;
     let importer = Processes::this_process().and_cluster(cluster.data_dir());
     let eds_bulk = timed(count, &importer, async {
-        eds::cli::import::import(&bulk_pool, DB, input.as_slice())
+        eds::cli::import::import(&bulk_pool, DB, std::io::Cursor::new(input))
             .await
             .unwrap();
     })

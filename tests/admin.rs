@@ -365,6 +365,10 @@ async fn export_then_import_into_another_database_keeps_entities_rights_formulas
     let copied = common::projections(&app.database_url, "copy").await;
     assert_eq!(copied.len(), header["entities"].as_u64().unwrap() as usize - deleted);
     assert_eq!(copied, common::projections(&app.database_url, "demo").await);
+    assert_eq!(
+        common::value_visibility(&app.database_url, "copy").await,
+        common::value_visibility(&app.database_url, "demo").await
+    );
 
     // the same keys log in to the copy (its key hashes are the source's)
     let copy_owner = token_in(&app, &app.key, "copy").await;
@@ -397,6 +401,39 @@ async fn export_then_import_into_another_database_keeps_entities_rights_formulas
     let (_, copy_usage) = app.get("/api/copy", &copy_owner).await;
     assert_eq!(copy_usage["entities"], usage["entities"]);
     assert_eq!(copy_usage["properties"], usage["properties"]);
+}
+
+#[tokio::test]
+async fn an_import_projects_entities_alike_wherever_their_types_stand_in_the_file() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    varied_database(&app, &owner).await;
+    let dir = common::tempdir::Dir::new();
+    let file = dir.0.join("demo.jsonl");
+    assert!(eds(&app, &["export", "demo", "--out", file.to_str().unwrap()]).await.ok);
+    // every entity before the ones created before it: types and definitions
+    // after their entities, parents after their children, referenced
+    // entities after their referrers
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[1..].reverse();
+    let reversed = dir.0.join("reversed.jsonl");
+    std::fs::write(&reversed, lines.join("\n")).unwrap();
+    let run = eds(&app, &["import", "copy", reversed.to_str().unwrap()]).await;
+    assert!(run.ok, "{}", run.stderr);
+    assert_eq!(
+        common::projections(&app.database_url, "copy").await,
+        common::projections(&app.database_url, "demo").await
+    );
+    assert_eq!(
+        common::value_visibility(&app.database_url, "copy").await,
+        common::value_visibility(&app.database_url, "demo").await
+    );
+    let copy_owner = token_in(&app, &app.key, "copy").await;
+    assert_eq!(
+        snapshot(&app, "copy", Some(&copy_owner)).await,
+        snapshot(&app, "demo", Some(&owner)).await
+    );
 }
 
 #[tokio::test]

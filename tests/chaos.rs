@@ -566,6 +566,11 @@ async fn run(fault: Fault) {
     }
     let rebuilt = common::projections(&database_url, "copy").await;
     assert_eq!(rebuilt, common::projections(&database_url, "demo").await, "projections");
+    assert_eq!(
+        common::value_visibility(&database_url, "copy").await,
+        common::value_visibility(&database_url, "demo").await,
+        "value visibility"
+    );
 
     let acknowledged = records.iter().filter(|record| record.answer.is_some()).count();
     let fives: usize = tally.statuses.range(500..).map(|(_, count)| count).sum();

@@ -266,7 +266,9 @@ pub async fn load(pool: &Pool, count: usize) -> String {
     }
     let started = Instant::now();
     let (owner, input) = import_input(pool, count).await;
-    eds::cli::import::import(pool, DB, input.as_slice()).await.unwrap();
+    eds::cli::import::import(pool, DB, std::io::Cursor::new(input))
+        .await
+        .unwrap();
     let seconds = started.elapsed().as_secs_f64();
     println!(
         "loaded {count} books in {seconds:.1} s (export of the seed, import of all): {:.0} books/s",

@@ -1,9 +1,18 @@
 //! `eds import`: an export (docs/export.md) read into a new or empty
 //! database in one transaction, its projections rebuilt and its own
 //! `database` entity (the lowest id) recorded.
+//!
+//! The file is read three times. First it is checked whole (nothing is
+//! written from a file that would fail) and its entity types and property
+//! definitions found. Then those are loaded and projected. Then the rest is
+//! loaded a chunk at a time: an entity whose projection reads nothing but
+//! its type is projected from the file's values and inserted with its
+//! projection, so its row and its values are each written once; the others
+//! (formulas, inherited rights, searchable references) are inserted as they
+//! are and projected one by one at the end, with what follows each.
 
-use std::collections::HashSet;
-use std::io::BufRead;
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, Seek};
 
 use chrono::{DateTime, Utc};
 use diesel_async::scoped_futures::ScopedFutureExt;
@@ -13,9 +22,12 @@ use serde_json::Value as Json;
 use crate::cli::lines::{EntityLine, FORMAT, Header, Stamp, VERSION, ValueLine};
 use crate::cli::{Failure, progress};
 use crate::db::export::{self as rows, StoredEntity};
+use crate::db::projection::{self, Loaded, TypeCache};
 use crate::db::values::ValueRecord;
 use crate::db::{Pool, databases};
 use crate::model::ids::is_valid_id;
+use crate::model::stored::ValueRow;
+use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
 
 /// A value line as the row to insert for entity `entity_id` of `db`.
 fn value_row(db: &str, entity_id: &str, line: ValueLine) -> ValueRecord {
@@ -74,13 +86,6 @@ fn read_header(line: Option<std::io::Result<String>>) -> Result<Header, Failure>
     serde_json::from_value(loose).map_err(|e| Failure(format!("line 1: {e}")))
 }
 
-/// Rows read but not yet inserted.
-#[derive(Default)]
-struct Batch {
-    entities: Vec<StoredEntity>,
-    values: Vec<ValueRecord>,
-}
-
 /// Ids read so far, to refuse a repeated id with its line number.
 #[derive(Default)]
 struct Seen {
@@ -97,35 +102,153 @@ fn id_bytes(id: &str, what: &str) -> Result<[u8; 12], String> {
     Ok(bytes)
 }
 
-impl Batch {
-    /// Checks one entity line and queues its rows.
-    fn add(&mut self, db: &str, line: EntityLine, seen: &mut Seen) -> Result<(), String> {
-        if !seen.entities.insert(id_bytes(&line.id, "entity")?) {
+impl Seen {
+    /// Checks one entity line: well-formed ids, none seen before, every value typed.
+    fn check(&mut self, line: &EntityLine) -> Result<(), String> {
+        if !self.entities.insert(id_bytes(&line.id, "entity")?) {
             return Err(format!("entity {} appears twice", line.id));
         }
-        for value in line.values {
-            if !seen.values.insert(id_bytes(&value.id, "value")?) {
+        for value in &line.values {
+            if !self.values.insert(id_bytes(&value.id, "value")?) {
                 return Err(format!("value {} appears twice", value.id));
             }
             if value.prop.is_empty() {
                 return Err(format!("value {} has an empty type", value.id));
             }
+        }
+        Ok(())
+    }
+}
+
+/// What the first reading learned: which entity lines hold entity types and
+/// property definitions, and how much there is.
+struct Survey {
+    /// Indexes of the entity lines (0 for the line after the header) of live
+    /// entities whose live `_type` is an entity named `entity` or `property`.
+    meta: HashSet<usize>,
+    read: Imported,
+}
+
+/// Reads every entity line once, checking it, and finds the types and
+/// definitions: an entity's projection needs theirs, wherever they stand in
+/// the file.
+fn survey(lines: impl Iterator<Item = std::io::Result<String>>, header: &Header) -> Result<Survey, Failure> {
+    let mut seen = Seen::default();
+    // each live entity's type, as an index into `type_ids`
+    let mut type_of: Vec<Option<usize>> = Vec::new();
+    let mut type_ids: Vec<String> = Vec::new();
+    let mut type_index: HashMap<String, usize> = HashMap::new();
+    let mut meta_names: HashSet<String> = HashSet::new();
+    let bar = progress(header.entities, "checking");
+    for (index, line) in lines.enumerate() {
+        let line = parse_line(index, line)?;
+        seen.check(&line).map_err(|e| at_line(index, &e))?;
+        let live = |prop: &'static str| {
+            line.values
+                .iter()
+                .filter(move |value| value.deleted.is_none() && value.prop == prop)
+        };
+        let type_id = live("_type").find_map(|value| value.reference.as_ref());
+        let type_slot = type_id.filter(|_| line.deleted.is_none()).map(|type_id| {
+            *type_index.entry(type_id.clone()).or_insert_with(|| {
+                type_ids.push(type_id.clone());
+                type_ids.len() - 1
+            })
+        });
+        type_of.push(type_slot);
+        if live("name").any(|value| matches!(value.string.as_deref(), Some(ENTITY_TYPE | PROPERTY_TYPE))) {
+            meta_names.insert(line.id);
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let read = Imported {
+        entities: seen.entities.len() as u64,
+        values: seen.values.len() as u64,
+    };
+    if (read.entities, read.values) != (header.entities, header.values) {
+        return Err(Failure(format!(
+            "the file holds {} entities and {} values but its header announces {} and {}: \
+             it is truncated or altered",
+            read.entities, read.values, header.entities, header.values
+        )));
+    }
+    let meta = type_of
+        .iter()
+        .enumerate()
+        .filter(|(_, slot)| slot.is_some_and(|slot| meta_names.contains(&type_ids[slot])))
+        .map(|(index, _)| index)
+        .collect();
+    Ok(Survey { meta, read })
+}
+
+/// An error at entity line `index` (the file's line `index + 2`).
+fn at_line(index: usize, error: &dyn std::fmt::Display) -> Failure {
+    Failure(format!("line {}: {error}", index + 2))
+}
+
+fn parse_line(index: usize, line: std::io::Result<String>) -> Result<EntityLine, Failure> {
+    let line = line.map_err(|e| at_line(index, &e))?;
+    serde_json::from_str(&line).map_err(|e| at_line(index, &e))
+}
+
+/// Rows read but not yet inserted: entities without their projections, and
+/// value rows.
+#[derive(Default)]
+struct Batch {
+    entities: Vec<StoredEntity>,
+    values: Vec<ValueRecord>,
+}
+
+impl Batch {
+    /// Queues the rows of an entity line; answers the entity as loaded when
+    /// it is live (its row is then left to the caller).
+    fn add(&mut self, db: &str, line: EntityLine) -> Option<Loaded> {
+        let first_value = self.values.len();
+        for value in line.values {
             self.values.push(value_row(db, &line.id, value));
         }
-        let (deleted_at, deleted_by) = stamp_columns(line.deleted);
+        if line.deleted.is_none() {
+            let rows = self.values[first_value..]
+                .iter()
+                .filter(|value| value.deleted_at.is_none())
+                .map(ValueRow::from)
+                .collect();
+            return Some(Loaded {
+                id: line.id,
+                created_at: line.created.at,
+                created_by: line.created.by,
+                rows,
+            });
+        }
+        self.push_bare(db, line.id, line.created, line.deleted);
+        None
+    }
+
+    /// Queues the row of a live entity without its projection.
+    fn push_loaded(&mut self, db: &str, entity: Loaded) {
+        let created = Stamp {
+            at: entity.created_at,
+            by: entity.created_by,
+        };
+        self.push_bare(db, entity.id, created, None);
+    }
+
+    /// Queues an entity's row without its projection.
+    fn push_bare(&mut self, db: &str, id: String, created: Stamp, deleted: Option<Stamp>) {
+        let (deleted_at, deleted_by) = stamp_columns(deleted);
         self.entities.push(StoredEntity {
             db: db.to_owned(),
-            id: line.id,
-            created_at: line.created.at,
-            created_by: line.created.by,
+            id,
+            created_at: created.at,
+            created_by: created.by,
             deleted_at,
             deleted_by,
         });
-        Ok(())
     }
 
     fn is_full(&self) -> bool {
-        self.entities.len() >= rows::BATCH || self.values.len() >= rows::BATCH
+        self.entities.len() >= rows::BATCH || self.values.len() >= 8 * rows::BATCH
     }
 
     /// Inserts the queued rows.
@@ -137,6 +260,37 @@ impl Batch {
     }
 }
 
+/// A chunk of the entities that are not types or definitions.
+#[derive(Default)]
+struct Chunk {
+    live: Vec<Loaded>,
+    rows: Batch,
+}
+
+impl Chunk {
+    fn is_full(&self) -> bool {
+        self.live.len() + self.rows.entities.len() >= rows::BATCH || self.rows.values.len() >= 8 * rows::BATCH
+    }
+
+    /// Inserts the chunk: the entities that read only their type with their
+    /// projections, then the others' rows as they are, then every value.
+    /// Answers the others' ids, to project once all is loaded.
+    async fn load(
+        &mut self,
+        conn: &mut AsyncPgConnection,
+        types: &mut TypeCache,
+        db: &str,
+    ) -> Result<Vec<String>, Failure> {
+        let others = projection::insert_plain(conn, types, db, std::mem::take(&mut self.live)).await?;
+        let ids = others.iter().map(|entity| entity.id.clone()).collect();
+        for entity in others {
+            self.rows.push_loaded(db, entity);
+        }
+        self.rows.flush(conn).await?;
+        Ok(ids)
+    }
+}
+
 /// What an import wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Imported {
@@ -144,15 +298,22 @@ pub struct Imported {
     pub values: u64,
 }
 
+/// The entity lines of `input`, read again from the start.
+fn entity_lines<R: BufRead + Seek>(input: &mut R) -> std::io::Result<impl Iterator<Item = std::io::Result<String>>> {
+    input.rewind()?;
+    Ok(input.lines().skip(1))
+}
+
 /// Imports an export into database `db`, which must not exist or hold no
-/// entity, in one transaction: a failure leaves nothing written. The
-/// projections are then rebuilt by the code every write uses.
-pub async fn import(pool: &Pool, db: &str, input: impl BufRead + Send) -> Result<Imported, Failure> {
+/// entity, in one transaction: a failure leaves nothing written. The file is
+/// checked whole before anything is written; the projections are built by
+/// the code every write uses.
+pub async fn import<R: BufRead + Seek + Send>(pool: &Pool, db: &str, mut input: R) -> Result<Imported, Failure> {
     if let Some(problem) = databases::name_problem(db) {
         return Err(Failure(format!("database name {db:?} is not allowed ({problem})")));
     }
-    let mut lines = input.lines();
-    let header = read_header(lines.next())?;
+    let header = read_header(input.by_ref().lines().next())?;
+    let Survey { meta, read } = survey(entity_lines(&mut input)?, &header)?;
     let mut conn = pool.get().await?;
     conn.transaction(|conn| {
         async move {
@@ -161,42 +322,53 @@ pub async fn import(pool: &Pool, db: &str, input: impl BufRead + Send) -> Result
                     "database {db} already has entities; import only into a new or empty database"
                 )));
             }
+            // the database's writer for this transaction: writes to it wait,
+            // and its generation is bumped once, at the end
+            databases::begin_writes(conn, db).await?;
+            let mut types = TypeCache::default();
+            // the types and definitions, as they are, then their projections
             let mut batch = Batch::default();
-            let mut seen = Seen::default();
-            let bar = progress(header.entities, "reading");
-            for (index, line) in lines.enumerate() {
-                let number = index + 2;
-                let at_line = |e: &dyn std::fmt::Display| Failure(format!("line {number}: {e}"));
-                let line = line.map_err(|e| at_line(&e))?;
-                let entity: EntityLine = serde_json::from_str(&line).map_err(|e| at_line(&e))?;
-                batch.add(db, entity, &mut seen).map_err(|e| at_line(&e))?;
-                if batch.is_full() {
-                    batch.flush(conn).await?;
+            let mut meta_ids = Vec::new();
+            for (index, line) in entity_lines(&mut input)?.enumerate() {
+                if meta.contains(&index) {
+                    // live, as the survey found them
+                    if let Some(live) = batch.add(db, parse_line(index, line)?) {
+                        meta_ids.push(live.id.clone());
+                        batch.push_loaded(db, live);
+                    }
+                    if batch.is_full() {
+                        batch.flush(conn).await?;
+                    }
                 }
-                bar.inc(1);
             }
             batch.flush(conn).await?;
-            bar.finish_and_clear();
-            let read = Imported {
-                entities: seen.entities.len() as u64,
-                values: seen.values.len() as u64,
-            };
-            if (read.entities, read.values) != (header.entities, header.values) {
-                return Err(Failure(format!(
-                    "the file holds {} entities and {} values but its header announces {} and {}: \
-                     it is truncated or altered",
-                    read.entities, read.values, header.entities, header.values
-                )));
+            rows::project_types(conn, &mut types, db, &mut meta_ids).await?;
+            // the rest a chunk at a time
+            let bar = progress(header.entities, "loading");
+            let mut chunk = Chunk::default();
+            let mut others = Vec::new();
+            for (index, line) in entity_lines(&mut input)?.enumerate() {
+                bar.inc(1);
+                if meta.contains(&index) {
+                    continue;
+                }
+                let line = parse_line(index, line)?;
+                if let Some(live) = chunk.rows.add(db, line) {
+                    chunk.live.push(live);
+                }
+                if chunk.is_full() {
+                    others.extend(chunk.load(conn, &mut types, db).await?);
+                }
             }
+            others.extend(chunk.load(conn, &mut types, db).await?);
+            bar.finish_and_clear();
             rows::analyze(conn).await?;
-            let bar = progress(0, "projecting");
-            let mut projected = |done: usize, total: usize| {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-            };
-            rows::rebuild_projections(conn, db, &mut projected).await?;
+            let bar = progress(others.len() as u64, "projecting");
+            let mut projected = |done: usize| bar.set_position(done as u64);
+            rows::project_each(conn, &mut types, db, &mut others, &mut projected).await?;
             bar.finish_and_clear();
             databases::adopt_own_entity(conn, db).await?;
+            databases::bump_generation(conn, db).await?;
             Ok(read)
         }
         .scope_boxed()
@@ -231,7 +403,7 @@ mod tests {
         let upper =
             r#"{"_id":"6740E1A0A1B2C3D4E5000001","created":{"at":"2026-11-22T01:02:03Z","by":null},"values":[]}"#;
         let line: EntityLine = serde_json::from_str(upper).unwrap();
-        let error = Batch::default().add("demo", line, &mut Seen::default()).unwrap_err();
+        let error = Seen::default().check(&line).unwrap_err();
         assert!(error.contains("24 lowercase hex"), "{error}");
     }
 
@@ -239,7 +411,7 @@ mod tests {
     fn a_repeated_value_id_is_refused() {
         let line = r#"{"_id":"6740e1a0a1b2c3d4e5000001","created":{"at":"2026-11-22T01:02:03Z","by":null},"values":[{"_id":"6740e1a0a1b2c3d4e5000002","type":"a","string":"x","created":{"at":"2026-11-22T01:02:03Z","by":null}},{"_id":"6740e1a0a1b2c3d4e5000002","type":"a","string":"y","created":{"at":"2026-11-22T01:02:03Z","by":null}}]}"#;
         let line: EntityLine = serde_json::from_str(line).unwrap();
-        let error = Batch::default().add("demo", line, &mut Seen::default()).unwrap_err();
+        let error = Seen::default().check(&line).unwrap_err();
         assert!(error.contains("appears twice"), "{error}");
     }
 }

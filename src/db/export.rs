@@ -1,10 +1,7 @@
 //! The statements behind `eds export` and `eds import`: reading a database's
 //! rows as stored, inserting them back, and rebuilding the projections.
 
-use std::collections::HashSet;
-
 use chrono::{DateTime, Utc};
-use diesel::QueryableByName;
 use diesel::prelude::*;
 use diesel::sql_types::{Array, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -14,7 +11,6 @@ use crate::db::prepared::Prepared;
 use crate::db::projection::{self, TypeCache};
 use crate::db::schema::{databases, entities, property_values};
 use crate::db::values::{self, ValueRecord};
-use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
 
 /// Entities read per query when exporting, and rows per insert when
 /// importing.
@@ -120,7 +116,7 @@ pub async fn insert(
 }
 
 /// Fresh statistics: planned for the tables as they were before an import,
-/// the projection queries take a full scan per entity.
+/// the queries projecting entities one by one take a full scan each.
 pub async fn analyze(conn: &mut AsyncPgConnection) -> QueryResult<()> {
     diesel::sql_query("ANALYZE entities, property_values")
         .execute(conn)
@@ -128,83 +124,45 @@ pub async fn analyze(conn: &mut AsyncPgConnection) -> QueryResult<()> {
         .map(drop)
 }
 
-#[derive(QueryableByName)]
-struct IdRow {
-    #[diesel(sql_type = Text)]
-    id: String,
-}
-
-/// Entities projected together by [`projection::project_plain`].
-const PLAIN_CHUNK: usize = 1_000;
-
-/// Rebuilds the projection of every live entity. Entity types and property
-/// definitions go first, twice, as `databases::create` does for its seed: a
-/// definition's projection needs its own type's, and every other entity's
-/// needs its definitions'. Then those whose projection reads only their
-/// type, in bulk; then the others in `_id` (creation) order, where what an
-/// entity takes from others projected after it (inherited rights,
-/// referenced names, formula inputs) reaches it through the same cascades a
-/// write triggers. `progress` hears (entities projected, entities to project).
-pub async fn rebuild_projections(
+/// Projects the entity types and property definitions `meta` of a database
+/// being loaded (their rows and values inserted), in `_id` order and twice,
+/// as `databases::create` does for its seed: a definition's projection
+/// needs its own type's, and every other entity's needs its definitions'.
+pub async fn project_types(
     conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
     db: &str,
-    progress: &mut (dyn FnMut(usize, usize) + Send),
+    meta: &mut [String],
 ) -> QueryResult<()> {
-    let live: Vec<String> = entities::table
-        .filter(entities::db.eq(db))
-        .filter(entities::deleted_at.is_null())
-        .order(entities::id.asc())
-        .select(entities::id)
-        .load(conn)
-        .await?;
-    // Entities whose live `_type` is a live entity named `entity` or `property`.
-    let meta: Vec<String> = diesel::sql_query(
-        "SELECT DISTINCT t.entity_id AS id FROM property_values t \
-         JOIN entities e ON e.db = t.db AND e.id = t.entity_id AND e.deleted_at IS NULL \
-         WHERE t.db = $1 AND t.prop = '_type' AND t.deleted_at IS NULL \
-           AND t.reference IN (SELECT n.entity_id FROM property_values n \
-                               WHERE n.db = $1 AND n.prop = 'name' AND n.deleted_at IS NULL \
-                                 AND n.string IN ($2, $3)) \
-         ORDER BY id",
-    )
-    .bind::<Text, _>(db)
-    .bind::<Text, _>(ENTITY_TYPE)
-    .bind::<Text, _>(PROPERTY_TYPE)
-    .load::<IdRow>(conn)
-    .await?
-    .into_iter()
-    .map(|row| row.id)
-    .collect();
-    let is_meta: HashSet<&String> = meta.iter().collect();
-    let rest: Vec<String> = live.iter().filter(|id| !is_meta.contains(id)).cloned().collect();
-    let total = 2 * meta.len() + rest.len();
-    progress(0, total);
-    let mut done = 0;
-    let mut types = TypeCache::default();
-    for id in meta.iter().chain(&meta) {
+    meta.sort();
+    for id in meta.iter().chain(meta.iter()) {
         // types and definitions are still taking shape: learn nothing yet
         types.clear();
-        projection::project(conn, &mut types, db, id).await?;
-        done += 1;
-        progress(done, total);
+        projection::project(conn, types, db, id).await?;
     }
     types.clear();
-    // those that read only their type a chunk at a time, then the others
-    // one by one with what follows each
-    let mut others = Vec::new();
-    for chunk in rest.chunks(PLAIN_CHUNK) {
-        let left = projection::project_plain(conn, &mut types, db, chunk).await?;
-        done += chunk.len() - left.len();
-        others.extend(left);
-        progress(done, total);
+    Ok(())
+}
+
+/// Projects entities `ids` of a database being loaded (their rows and values
+/// inserted) one by one in `_id` (creation) order, where what an entity
+/// takes from others projected after it (inherited rights, referenced
+/// names, formula inputs) reaches it through the same cascades a write
+/// triggers; then the formulas reading entities projected after them (one
+/// that fails stays queued for the servers' workers to retry). `progress`
+/// hears how many are projected.
+pub async fn project_each(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    ids: &mut [String],
+    progress: &mut (dyn FnMut(usize) + Send),
+) -> QueryResult<()> {
+    ids.sort();
+    for (done, id) in ids.iter().enumerate() {
+        projection::project(conn, types, db, id).await?;
+        progress(done + 1);
     }
-    for id in &others {
-        projection::project(conn, &mut types, db, id).await?;
-        done += 1;
-        progress(done, total);
-    }
-    // formulas reading entities projected after them; one that fails stays
-    // queued for the servers' workers to retry
     while formula_queue::compute_next(conn, formula_queue::Retry::default()).await? {}
     Ok(())
 }

@@ -377,10 +377,33 @@ impl TestApp {
     }
 }
 
-/// Checks a 503 answer: `Retry-After` and the JSON error body; answers the body.
 /// Every live entity's stored projection in database `db` at
 /// `database_url`, one text per entity in `_id` order.
 pub async fn projections(database_url: &str, db: &str) -> Vec<String> {
+    text_rows(
+        database_url,
+        db,
+        "SELECT row(id, doc, name, type_id, parent_ids, sharing, inherit_rights, owners, editors, expanders, \
+         viewers, noaccess, public_props, domain_props, search_private, search_domain, search_public)::text AS line \
+         FROM entities WHERE db = $1 AND deleted_at IS NULL ORDER BY id",
+    )
+    .await
+}
+
+/// Every live value row's visibility in database `db` (its entity's type
+/// and audience, its view level), one text per value in `_id` order.
+pub async fn value_visibility(database_url: &str, db: &str) -> Vec<String> {
+    text_rows(
+        database_url,
+        db,
+        "SELECT row(id, entity_id, type_id, audience, level)::text AS line \
+         FROM property_values WHERE db = $1 AND deleted_at IS NULL ORDER BY id",
+    )
+    .await
+}
+
+/// The `line` column of `sql`, run with database name `db` as `$1`.
+async fn text_rows(database_url: &str, db: &str, sql: &str) -> Vec<String> {
     use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
     #[derive(diesel::QueryableByName)]
     struct Line {
@@ -388,20 +411,17 @@ pub async fn projections(database_url: &str, db: &str) -> Vec<String> {
         line: String,
     }
     let mut conn = AsyncPgConnection::establish(database_url).await.unwrap();
-    diesel::sql_query(
-        "SELECT row(id, doc, name, type_id, parent_ids, sharing, inherit_rights, owners, editors, expanders, \
-         viewers, noaccess, public_props, domain_props, search_private, search_domain, search_public)::text AS line \
-         FROM entities WHERE db = $1 AND deleted_at IS NULL ORDER BY id",
-    )
-    .bind::<diesel::sql_types::Text, _>(db)
-    .load::<Line>(&mut conn)
-    .await
-    .unwrap()
-    .into_iter()
-    .map(|row| row.line)
-    .collect()
+    diesel::sql_query(sql)
+        .bind::<diesel::sql_types::Text, _>(db)
+        .load::<Line>(&mut conn)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| row.line)
+        .collect()
 }
 
+/// Checks a 503 answer: `Retry-After` and the JSON error body; answers the body.
 pub async fn assert_retry_later(response: reqwest::Response) -> Json {
     assert_eq!(response.status(), 503);
     assert_eq!(response.headers()["retry-after"], "5");

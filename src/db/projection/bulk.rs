@@ -1,34 +1,63 @@
-//! Projections built in bulk: a chunk of entities' values read in one
-//! statement, their projections built in memory and stored in one statement.
-//! For loading a whole database (`eds import`), and for re-projecting the
-//! entities of a type whose definitions changed.
+//! Projections built in bulk: a chunk of entities' projections built in
+//! memory and stored in one statement, from the values a load read from its
+//! file (`eds import`), or from their values read in one statement when the
+//! entities of a type whose definitions changed are re-projected.
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
 use diesel::QueryResult;
 use diesel_async::AsyncPgConnection;
 
 use super::rebuild::{reads_only_its_type, rebuild};
-use super::store::{Stored, update};
+use super::store::{self, Stored, update};
 use super::{TypeCache, name_changes, narrows};
 use crate::db::values::{self, EntityRow};
 use crate::model::projection::Projection;
+use crate::model::stored::ValueRow;
 use crate::rights::RightsLists;
 
-/// Projects those of live entities `ids` whose projection reads nothing but
-/// their type (see [`reads_only_its_type`]), with their types' own
-/// projections already current; answers the others, for the caller to
-/// project one by one with what follows them. Nothing follows these: no
-/// entity inherits their rights or shows their names without being one of
-/// the others.
-pub async fn project_plain(
+/// A live entity being loaded whole (`eds import`): its row's stamps and
+/// its live values, not yet written.
+#[derive(Debug)]
+pub struct Loaded {
+    pub id: String,
+    pub created_at: DateTime<Utc>,
+    pub created_by: Option<String>,
+    pub rows: Vec<ValueRow>,
+}
+
+/// Inserts the rows of those of new entities `loaded` whose projection
+/// reads nothing but their type, their types' projections current, with
+/// their projections built from the values given: their values then go in
+/// once, taking their visibility from the finished row. Answers the others,
+/// for the caller to insert and project one by one. Nothing follows these:
+/// no entity inherits their rights or shows their names without being one
+/// of the others.
+pub async fn insert_plain(
     conn: &mut AsyncPgConnection,
     types: &mut TypeCache,
     db: &str,
-    ids: &[String],
-) -> QueryResult<Vec<String>> {
-    let (built, others) = build_plain(conn, types, db, ids).await?;
-    store(conn, db, &built).await?;
+    loaded: Vec<Loaded>,
+) -> QueryResult<Vec<Loaded>> {
+    let mut built = Vec::with_capacity(loaded.len());
+    let mut others = Vec::new();
+    for mut entity in loaded {
+        entity.rows.sort_by(|a, b| a.id.cmp(&b.id)); // as `live_values` orders them
+        if reads_only_its_type(conn, types, db, &entity.rows).await? {
+            let (projection, lists) = rebuild(conn, types, db, &entity.id, &entity.rows).await?;
+            built.push((entity, projection, lists));
+        } else {
+            others.push(entity);
+        }
+    }
+    let stored: Vec<Stored> = built
+        .iter()
+        .map(|(entity, projection, lists)| {
+            Stored::new(&entity.id, projection, lists).created(entity.created_at, entity.created_by.as_deref())
+        })
+        .collect();
+    store::insert(conn, db, &stored).await?;
     Ok(others)
 }
 
@@ -46,8 +75,9 @@ pub struct Followers {
     pub narrowed: Vec<String>,
 }
 
-/// As [`project_plain`], for entities already projected, given as their
-/// stored rows `before`: answers the others and what the change of the
+/// Re-projects those of entities `before` (their stored rows) whose
+/// projection reads nothing but their type, their types' projections
+/// current: answers the others and what the change of the
 /// projected ones means for others. Their rights lists stay as they were
 /// (they inherit none, and no definition changes them), so nothing inherits
 /// a change from them.

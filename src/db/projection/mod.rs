@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::AsyncPgConnection;
 
-pub use self::bulk::{Followers, project_plain, reproject_plain};
+pub use self::bulk::{Followers, Loaded, insert_plain, reproject_plain};
 use self::follow::follow;
 pub use self::follow::referrers;
 pub use self::pending::PendingCreates;
@@ -155,10 +155,12 @@ async fn project_one(
         ),
     };
     let (projection, lists) = rebuild(conn, types, db, id, &rows).await?;
-    let stored = [Stored::new(id, &projection, &lists)];
-    match created {
-        Some((created_at, created_by)) => store::insert(conn, db, created_at, &created_by, &stored).await?,
-        None => store::update(conn, db, &stored).await?,
+    let stored = Stored::new(id, &projection, &lists);
+    match &created {
+        Some((created_at, created_by)) => {
+            store::insert(conn, db, &[stored.created(*created_at, Some(created_by))]).await?
+        }
+        None => store::update(conn, db, &[stored]).await?,
     }
     let mut types_to_reproject = Vec::new();
     let mut types_narrowed = false;

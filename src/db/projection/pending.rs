@@ -77,20 +77,14 @@ impl PendingCreates {
     /// Stores the entities kept so far, and their values.
     pub async fn store(&mut self, conn: &mut AsyncPgConnection, db: &str) -> QueryResult<()> {
         let created = std::mem::take(&mut self.created);
-        let mut rest = created.as_slice();
-        while let Some(first) = rest.first() {
-            let same = rest
-                .iter()
-                .take_while(|other| other.created_at == first.created_at && other.created_by == first.created_by)
-                .count();
-            let (group, after) = rest.split_at(same);
-            let stored: Vec<Stored> = group
-                .iter()
-                .map(|entity| Stored::new(&entity.id, &entity.projection, &entity.lists))
-                .collect();
-            insert(conn, db, first.created_at, &first.created_by, &stored).await?;
-            rest = after;
-        }
+        let stored: Vec<Stored> = created
+            .iter()
+            .map(|entity| {
+                Stored::new(&entity.id, &entity.projection, &entity.lists)
+                    .created(entity.created_at, Some(&entity.created_by))
+            })
+            .collect();
+        insert(conn, db, &stored).await?;
         let rows: Vec<ValueRecord> = created.into_iter().flat_map(|entity| entity.rows).collect();
         if !rows.is_empty() {
             values::insert_values(conn, &rows).await?;

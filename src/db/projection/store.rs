@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Text, Timestamptz};
+use diesel::sql_types::Text;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde::Serialize;
 use serde_json::Value as Json;
@@ -35,6 +35,11 @@ pub struct Stored<'a> {
     search_private: &'a str,
     search_domain: &'a str,
     search_public: &'a str,
+    /// For a new entity's row: when and by whom it was created.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created_by: Option<&'a str>,
 }
 
 impl<'a> Stored<'a> {
@@ -57,6 +62,17 @@ impl<'a> Stored<'a> {
             search_private: &projection.search_private,
             search_domain: &projection.search_domain,
             search_public: &projection.search_public,
+            created_at: None,
+            created_by: None,
+        }
+    }
+
+    /// The row of a new entity, created at `at` by `by`.
+    pub fn created(self, at: DateTime<Utc>, by: Option<&'a str>) -> Stored<'a> {
+        Stored {
+            created_at: Some(at),
+            created_by: by,
+            ..self
         }
     }
 }
@@ -65,7 +81,7 @@ impl<'a> Stored<'a> {
 const RECORDS: &str = "jsonb_to_recordset($2::jsonb) AS p(id text, doc jsonb, name text, type_id text, \
      parent_ids text[], sharing text, inherit_rights boolean, owners text[], editors text[], expanders text[], \
      viewers text[], noaccess text[], public_props text[], domain_props text[], search_private text, \
-     search_domain text, search_public text)";
+     search_domain text, search_public text, created_at timestamptz, created_by text)";
 
 /// The JSON text of `stored`, written directly: a `serde_json::Value` tree
 /// of every document would be built only to be written out and dropped.
@@ -98,26 +114,20 @@ pub async fn update(conn: &mut AsyncPgConnection, db: &str, stored: &[Stored<'_>
     Prepared::kept(query).execute(conn).await.map(drop)
 }
 
-/// Inserts the rows of new entities, created at `created_at` by `created_by`,
-/// with their projections.
-pub async fn insert(
-    conn: &mut AsyncPgConnection,
-    db: &str,
-    created_at: DateTime<Utc>,
-    created_by: &str,
-    stored: &[Stored<'_>],
-) -> QueryResult<()> {
+/// Inserts the rows of new entities with their projections, each [`Stored::created`].
+pub async fn insert(conn: &mut AsyncPgConnection, db: &str, stored: &[Stored<'_>]) -> QueryResult<()> {
+    if stored.is_empty() {
+        return Ok(());
+    }
     let query = diesel::sql_query(format!(
         "INSERT INTO entities (db, id, created_at, created_by, doc, name, type_id, parent_ids, sharing, \
          inherit_rights, owners, editors, expanders, viewers, noaccess, public_props, domain_props, \
          search_private, search_domain, search_public) \
-         SELECT $1, p.id, $3, $4, p.doc, p.name, p.type_id, p.parent_ids, p.sharing, p.inherit_rights, \
-         p.owners, p.editors, p.expanders, p.viewers, p.noaccess, p.public_props, p.domain_props, \
-         p.search_private, p.search_domain, p.search_public FROM {RECORDS}"
+         SELECT $1, p.id, p.created_at, p.created_by, p.doc, p.name, p.type_id, p.parent_ids, p.sharing, \
+         p.inherit_rights, p.owners, p.editors, p.expanders, p.viewers, p.noaccess, p.public_props, \
+         p.domain_props, p.search_private, p.search_domain, p.search_public FROM {RECORDS}"
     ))
     .bind::<Text, _>(db)
-    .bind::<Text, _>(records(stored))
-    .bind::<Timestamptz, _>(created_at)
-    .bind::<Text, _>(created_by);
+    .bind::<Text, _>(records(stored));
     Prepared::kept(query).execute(conn).await.map(drop)
 }
