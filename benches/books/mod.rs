@@ -102,7 +102,10 @@ pub fn books_database(count: usize) -> (String, String, Pool) {
 }
 
 /// A durable cluster whose cache holds the whole data set (about 4.5 GB at a
-/// million books), as on a server sized for it.
+/// million books), as on a server sized for it, and whose WAL between
+/// checkpoints holds a large load (a million books write about 9 GB of it;
+/// at the default 1 GB, checkpoints every few seconds rewrite every page
+/// the load touches again and again).
 pub fn durable_cluster() -> LocalCluster {
     let dir = std::env::temp_dir().join("eds-bench-pg-durable");
     let cluster = LocalCluster::new(&dir).expect("PostgreSQL server binaries");
@@ -113,17 +116,23 @@ pub fn durable_cluster() -> LocalCluster {
         #[diesel(sql_type = diesel::sql_types::Text)]
         setting: String,
     }
-    let cache: Setting = diesel::RunQueryDsl::get_result(
-        diesel::sql_query("SELECT current_setting('shared_buffers') AS setting"),
-        &mut conn,
-    )
-    .unwrap();
-    if cache.setting != SHARED_BUFFERS {
-        diesel::RunQueryDsl::execute(
-            diesel::sql_query(format!("ALTER SYSTEM SET shared_buffers = '{SHARED_BUFFERS}'")),
+    let mut changed = false;
+    for (name, value) in [("shared_buffers", SHARED_BUFFERS), ("max_wal_size", MAX_WAL_SIZE)] {
+        let current: Setting = diesel::RunQueryDsl::get_result(
+            diesel::sql_query(format!("SELECT current_setting('{name}') AS setting")),
             &mut conn,
         )
         .unwrap();
+        if current.setting != value {
+            diesel::RunQueryDsl::execute(
+                diesel::sql_query(format!("ALTER SYSTEM SET {name} = '{value}'")),
+                &mut conn,
+            )
+            .unwrap();
+            changed = true;
+        }
+    }
+    if changed {
         drop(conn);
         cluster.stop().unwrap();
         cluster.ensure_running(false).unwrap();
@@ -132,6 +141,7 @@ pub fn durable_cluster() -> LocalCluster {
 }
 
 pub const SHARED_BUFFERS: &str = "6GB";
+const MAX_WAL_SIZE: &str = "8GB";
 
 /// Reads the tables and indexes into PostgreSQL's cache.
 pub async fn prewarm(pool: &Pool) {
