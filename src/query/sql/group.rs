@@ -3,15 +3,19 @@
 use std::collections::HashSet;
 
 use diesel::QueryableByName;
-use diesel::sql_types::{BigInt, Text};
+use diesel::sql_types::{BigInt, Bool, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use super::ListResult;
-use super::filters::{shown, where_clause};
+use super::filters::{column, shown, where_clause};
 use super::sort::document_value;
-use super::statement::Sql;
+use super::statement::{Bind, Sql};
+use super::tallies::WholeCount;
+use super::visibility::visible_value;
+use crate::db::prepared::Prepared;
 use crate::error::ApiError;
-use crate::query::ListQuery;
+use crate::model::API_KEY_PROPERTY;
+use crate::query::{Field, ListQuery};
 
 #[derive(QueryableByName)]
 struct GroupRow {
@@ -30,7 +34,8 @@ pub(super) async fn run_grouped(
     query: &ListQuery,
     referencing: &HashSet<String>,
 ) -> Result<ListResult, ApiError> {
-    let groups = group_statement(db, person, query, referencing)
+    let groups = group_statement(conn, db, person, query, referencing)
+        .await?
         .into_query()
         .load::<GroupRow>(conn)
         .await?
@@ -40,11 +45,27 @@ pub(super) async fn run_grouped(
     Ok(ListResult::Groups { groups })
 }
 
-/// The groups: each one's first entity (lowest `_id`) and size. Each grouped
-/// property's smallest value is read from the entity's projected document,
-/// in the scan of the entity rows: no join with the value rows, whose
-/// per-entity minimum over a whole database would be a large hash aggregate.
-pub(super) fn group_statement(db: &str, person: Option<&str>, query: &ListQuery, referencing: &HashSet<String>) -> Sql {
+/// The statement answering a grouped query: each group's first entity
+/// (lowest `_id`) and size, in the order of the grouped values.
+pub(super) async fn group_statement(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    person: Option<&str>,
+    query: &ListQuery,
+    referencing: &HashSet<String>,
+) -> Result<Sql, ApiError> {
+    if let Some(plan) = FromValues::plan(query)
+        && written_as_shown(conn, db, plan.prop, plan.field).await?
+    {
+        return Ok(plan.statement(db, person, query));
+    }
+    Ok(from_documents(db, person, query, referencing))
+}
+
+/// The groups read from the entity rows: each grouped property's smallest
+/// value is read from the entity's projected document, in the scan of the
+/// entity rows.
+fn from_documents(db: &str, person: Option<&str>, query: &ListQuery, referencing: &HashSet<String>) -> Sql {
     let mut sql = Sql::default();
     sql.push("SELECT min(e.id) AS first, count(*) AS count");
     for (index, (prop, field)) in query.group.iter().enumerate() {
@@ -62,4 +83,105 @@ pub(super) fn group_statement(db: &str, person: Option<&str>, query: &ListQuery,
         .push(" ORDER BY ")
         .push(&keys.join(", "));
     sql
+}
+
+/// A group by one property of a whole type (or database), read from the
+/// property's value rows and the entity tallies instead of every entity's
+/// document: an index-only scan of the values the caller may see, each
+/// entity keyed by its smallest; the entities without such a value (counted
+/// as the tallies' total less the keyed ones) form the last group.
+struct FromValues<'a> {
+    prop: &'a str,
+    field: Field,
+    total: WholeCount,
+}
+
+impl<'a> FromValues<'a> {
+    /// The plan of `query`, if it groups a whole type's entities by one
+    /// property's stored field (not a file's details, not API keys).
+    fn plan(query: &'a ListQuery) -> Option<FromValues<'a>> {
+        let [(prop, field)] = query.group.as_slice() else {
+            return None;
+        };
+        let stored = matches!(
+            field,
+            Field::String | Field::Number | Field::Boolean | Field::Date | Field::Datetime | Field::Reference
+        );
+        if !stored || prop == API_KEY_PROPERTY {
+            return None;
+        }
+        let total = WholeCount::of_matches(query)?;
+        Some(FromValues {
+            prop,
+            field: *field,
+            total,
+        })
+    }
+
+    fn statement(&self, db: &str, person: Option<&str>, query: &ListQuery) -> Sql {
+        let value = format!("v.{}", column(self.field));
+        // the smallest of an entity's values (`false` before `true`)
+        let key = match self.field {
+            Field::Boolean => format!("bool_and({value})"),
+            _ => format!("min({value})"),
+        };
+        let mut sql = Sql::default();
+        sql.push(&format!(
+            "WITH keyed AS (SELECT v.entity_id AS id, {key} AS k FROM property_values v WHERE v.db = "
+        ))
+        .bind(Bind::Text(db.to_owned()))
+        .push(" AND v.prop = ")
+        .bind(Bind::Text(self.prop.to_owned()))
+        .push(&format!(" AND v.deleted_at IS NULL AND {value} IS NOT NULL AND "));
+        visible_value(&mut sql, "v", db, person);
+        for filter in self.total.types() {
+            sql.push(" AND ");
+            filter.test(&mut sql, db, "v.type_id");
+        }
+        sql.push(" GROUP BY v.entity_id), groups AS (SELECT min(id) AS first, count(*) AS count, k FROM keyed GROUP BY k), total AS (");
+        self.total.push_into(&mut sql, db, person);
+        sql.push(
+            "), unkeyed AS (SELECT ((SELECT count FROM total) - (SELECT coalesce(sum(count), 0) FROM groups))::bigint AS count) \
+             SELECT first, count FROM (SELECT first, count, k FROM groups UNION ALL \
+             SELECT (SELECT e.id FROM entities e WHERE ",
+        );
+        where_clause(&mut sql, db, person, query, &HashSet::new());
+        sql.push(
+            " AND NOT EXISTS (SELECT 1 FROM property_values v WHERE v.db = e.db AND v.entity_id = e.id AND v.prop = ",
+        )
+        .bind(Bind::Text(self.prop.to_owned()))
+        .push(&format!(" AND v.deleted_at IS NULL AND {value} IS NOT NULL AND "));
+        shown(&mut sql, person, self.prop);
+        sql.push(
+            ") ORDER BY e.id LIMIT 1), unkeyed.count, NULL FROM unkeyed WHERE unkeyed.count > 0) g \
+             WHERE first IS NOT NULL ORDER BY k",
+        );
+        sql
+    }
+}
+
+/// Whether the documents show property `prop`'s `field` as its value rows
+/// hold it: no definition of it computes a formula (formula values live in
+/// the documents only), and for `string`, none of its values is a reference
+/// (whose `string` is the referenced entity's name).
+async fn written_as_shown(conn: &mut AsyncPgConnection, db: &str, prop: &str, field: Field) -> Result<bool, ApiError> {
+    #[derive(QueryableByName)]
+    struct Answer {
+        #[diesel(sql_type = Bool)]
+        plain: bool,
+    }
+    let answer: Answer = Prepared::kept(
+        diesel::sql_query(
+            "SELECT NOT EXISTS (SELECT 1 FROM entities d WHERE d.db = $1 AND d.name = $2 \
+             AND d.deleted_at IS NULL AND d.doc ? 'formula') \
+             AND (NOT $3 OR NOT EXISTS (SELECT 1 FROM property_values x WHERE x.db = $1 AND x.prop = $2 \
+             AND x.deleted_at IS NULL AND x.reference IS NOT NULL)) AS plain",
+        )
+        .bind::<Text, _>(db)
+        .bind::<Text, _>(prop)
+        .bind::<Bool, _>(field == Field::String),
+    )
+    .get_result(conn)
+    .await?;
+    Ok(answer.plain)
 }

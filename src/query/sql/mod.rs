@@ -110,7 +110,7 @@ pub async fn explain(
             vec![page, count]
         }
     } else {
-        vec![group_statement(db, person, query, &referencing)]
+        vec![group_statement(conn, db, person, query, &referencing).await?]
     };
     let mut plans = Vec::new();
     for mut statement in statements {
