@@ -252,6 +252,7 @@ pub async fn delete(pool: &Pool, name: &str) -> Result<Option<i64>, ApiError> {
                 "entities",
                 "entity_tallies",
                 "audiences",
+                "property_multiplicity",
             ] {
                 diesel::sql_query(format!("DELETE FROM {table} WHERE db = $1"))
                     .bind::<Text, _>(name)

@@ -1,18 +1,15 @@
 //! Long pages streamed a chunk at a time.
 
-use std::collections::HashSet;
-
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
+use super::facts::PropertyFacts;
 use super::filters::where_clause;
 use super::matches::FromValues;
 use super::sort::{order_by, ordered_matches};
 use super::statement::{Bind, Sql};
-use super::{
-    CountRow, ENTITY_COLUMNS, count_from_page, entities_by_id, holding_references, page_counts_matches, page_statements,
-};
+use super::{CountRow, ENTITY_COLUMNS, count_from_page, entities_by_id, page_counts_matches, page_statements};
 use crate::db::values::EntityRow;
 use crate::error::ApiError;
 use crate::query::ListQuery;
@@ -36,7 +33,7 @@ pub struct Chunks {
     db: String,
     person: Option<String>,
     query: ListQuery,
-    referencing: HashSet<String>,
+    facts: PropertyFacts,
     /// The page's ids still to read, for a value sort.
     ids: Option<std::vec::IntoIter<String>>,
     /// The last id read, in `_id` order.
@@ -64,12 +61,12 @@ impl Chunks {
         person: Option<&str>,
         query: &ListQuery,
     ) -> Result<Chunks, ApiError> {
-        let referencing = holding_references(conn, db, query).await?;
+        let facts = PropertyFacts::of(conn, db, query).await?;
         let mut chunks = Chunks {
             db: db.to_owned(),
             person: person.map(str::to_owned),
             query: query.clone(),
-            referencing,
+            facts,
             ids: None,
             after: None,
             read: 0,
@@ -79,8 +76,8 @@ impl Chunks {
         if page_counts_matches(query) {
             let mut sorted = Sql::default();
             sorted.push("SELECT p.id, p.matches FROM (");
-            let plan = FromValues::plan(query, &chunks.referencing);
-            ordered_matches(&mut sorted, db, person, query, &chunks.referencing, plan.as_ref());
+            let plan = FromValues::plan(query, &chunks.facts);
+            ordered_matches(&mut sorted, db, person, query, &chunks.facts.referencing, plan.as_ref());
             sorted.push(") p ORDER BY ");
             order_by(&mut sorted, "p", query);
             let rows = sorted.into_query().load::<SortedRow>(conn).await?;
@@ -121,7 +118,7 @@ impl Chunks {
             &self.db,
             self.person.as_deref(),
             &self.query,
-            &self.referencing,
+            &self.facts.referencing,
         );
         if let Some(after) = &self.after {
             // the order is the first key's: every key is `_id`
@@ -150,7 +147,7 @@ impl Chunks {
         if let Some(count) = self.counted.or_else(|| count_from_page(&self.query, self.read)) {
             return Ok(count);
         }
-        let (_, count) = page_statements(&self.db, self.person.as_deref(), &self.query, &self.referencing);
+        let (_, count) = page_statements(&self.db, self.person.as_deref(), &self.query, &self.facts);
         Ok(count.into_query().get_result::<CountRow>(conn).await?.count)
     }
 }

@@ -7,6 +7,7 @@ use diesel::sql_types::{BigInt, Bool, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use super::ListResult;
+use super::facts::PropertyFacts;
 use super::filters::{column, shown, where_clause};
 use super::sort::document_value;
 use super::statement::{Bind, Sql};
@@ -32,9 +33,9 @@ pub(super) async fn run_grouped(
     db: &str,
     person: Option<&str>,
     query: &ListQuery,
-    referencing: &HashSet<String>,
+    facts: &PropertyFacts,
 ) -> Result<ListResult, ApiError> {
-    let groups = group_statement(conn, db, person, query, referencing)
+    let groups = group_statement(conn, db, person, query, facts)
         .await?
         .into_query()
         .load::<GroupRow>(conn)
@@ -52,14 +53,14 @@ pub(super) async fn group_statement(
     db: &str,
     person: Option<&str>,
     query: &ListQuery,
-    referencing: &HashSet<String>,
+    facts: &PropertyFacts,
 ) -> Result<Sql, ApiError> {
-    if let Some(plan) = FromValues::plan(query)
+    if let Some(plan) = FromValues::plan(query, facts)
         && written_as_shown(conn, db, plan.prop, plan.field).await?
     {
         return Ok(plan.statement(db, person, query));
     }
-    Ok(from_documents(db, person, query, referencing))
+    Ok(from_documents(db, person, query, &facts.referencing))
 }
 
 /// The groups read from the entity rows: each grouped property's smallest
@@ -88,18 +89,20 @@ fn from_documents(db: &str, person: Option<&str>, query: &ListQuery, referencing
 /// A group by one property of a whole type (or database), read from the
 /// property's value rows and the entity tallies instead of every entity's
 /// document: an index-only scan of the values the caller may see, each
-/// entity keyed by its smallest; the entities without such a value (counted
-/// as the tallies' total less the keyed ones) form the last group.
+/// entity keyed by its smallest (each value row its entity's key where no
+/// entity holds several); the entities without such a value (counted as
+/// the tallies' total less the keyed ones) form the last group.
 struct FromValues<'a> {
     prop: &'a str,
     field: Field,
     total: WholeCount,
+    single_valued: bool,
 }
 
 impl<'a> FromValues<'a> {
     /// The plan of `query`, if it groups a whole type's entities by one
     /// property's stored field (not a file's details, not API keys).
-    fn plan(query: &'a ListQuery) -> Option<FromValues<'a>> {
+    fn plan(query: &'a ListQuery, facts: &PropertyFacts) -> Option<FromValues<'a>> {
         let [(prop, field)] = query.group.as_slice() else {
             return None;
         };
@@ -115,6 +118,7 @@ impl<'a> FromValues<'a> {
             prop,
             field: *field,
             total,
+            single_valued: facts.single_valued.contains(prop),
         })
     }
 
@@ -122,6 +126,7 @@ impl<'a> FromValues<'a> {
         let value = format!("v.{}", column(self.field));
         // the smallest of an entity's values (`false` before `true`)
         let key = match self.field {
+            _ if self.single_valued => value.clone(),
             Field::Boolean => format!("bool_and({value})"),
             _ => format!("min({value})"),
         };
@@ -138,7 +143,10 @@ impl<'a> FromValues<'a> {
             sql.push(" AND ");
             filter.test(&mut sql, db, "v.type_id");
         }
-        sql.push(" GROUP BY v.entity_id), groups AS (SELECT min(id) AS first, count(*) AS count, k FROM keyed GROUP BY k), total AS (");
+        if !self.single_valued {
+            sql.push(" GROUP BY v.entity_id");
+        }
+        sql.push("), groups AS (SELECT min(id) AS first, count(*) AS count, k FROM keyed GROUP BY k), total AS (");
         self.total.push_into(&mut sql, db, person);
         sql.push(
             "), unkeyed AS (SELECT ((SELECT count FROM total) - (SELECT coalesce(sum(count), 0) FROM groups))::bigint AS count) \

@@ -5,11 +5,10 @@
 //! the rows it shows. A sort by the filtered property reads its keys from
 //! the same values when they are the ones the sort would pick.
 
-use std::collections::HashSet;
-
+use super::facts::PropertyFacts;
 use super::filters::{TypeFilter, ValueFilter, positive_filters};
 use super::statement::Sql;
-use crate::query::{Condition, Field, ListQuery, Operator, SortTarget};
+use crate::query::{Condition, Field, ListQuery, Operator, REFERENCES, SortTarget};
 
 /// A list query answered from its value rows: the filter whose values drive
 /// it (and give the sort keys), the other filters its entities must pass,
@@ -20,6 +19,9 @@ pub(super) struct FromValues<'a> {
     types: Vec<TypeFilter>,
     /// Per value sort key: its index in the query's sort and its aggregate.
     keys: Vec<(usize, &'static str)>,
+    /// Whether each entity has at most one driving value: no entity holds
+    /// several values of its property, so its value is its key.
+    single_valued: bool,
 }
 
 impl<'a> FromValues<'a> {
@@ -27,12 +29,12 @@ impl<'a> FromValues<'a> {
     /// no search words, no group, no negated filter, at least one value
     /// filter, and every value sort key on one filter's property and field
     /// with conditions that keep the key the sort would pick among the
-    /// matching values.
-    pub(super) fn plan(query: &'a ListQuery, referencing: &HashSet<String>) -> Option<FromValues<'a>> {
+    /// matching values (any conditions, where the property is single-valued).
+    pub(super) fn plan(query: &'a ListQuery, facts: &PropertyFacts) -> Option<FromValues<'a>> {
         if !query.words.is_empty() || !query.group.is_empty() {
             return None;
         }
-        let (mut values, types) = positive_filters(&query.filters, referencing)?;
+        let (mut values, types) = positive_filters(&query.filters, &facts.referencing)?;
         let mut keys = Vec::new();
         let mut driver = None;
         for (index, key) in query.sort.iter().enumerate() {
@@ -43,9 +45,10 @@ impl<'a> FromValues<'a> {
                 .iter()
                 .position(|group| group.prop == prop && group.field == *field)?;
             let group = &values[found];
+            let single_valued = facts.single_valued.contains(prop);
             if *driver.get_or_insert(found) != found
                 || (group.field == Field::String && group.holds_references)
-                || !keeps_the_key(&group.conditions, key.descending)
+                || !(single_valued || keeps_the_key(&group.conditions, key.descending))
             {
                 return None;
             }
@@ -55,11 +58,15 @@ impl<'a> FromValues<'a> {
             return None;
         }
         let driver = values.remove(driver.unwrap_or(0));
+        let single_valued = driver.prop != REFERENCES
+            && !(driver.field == Field::String && driver.holds_references)
+            && facts.single_valued.contains(driver.prop);
         Some(FromValues {
             driver,
             others: values,
             types,
             keys,
+            single_valued,
         })
     }
 
@@ -68,7 +75,11 @@ impl<'a> FromValues<'a> {
     pub(super) fn matches(&self, sql: &mut Sql, db: &str, person: Option<&str>) {
         sql.push("SELECT x.entity_id AS id");
         for (index, aggregate) in &self.keys {
-            sql.push(&format!(", {aggregate}(x.k) AS k{index}"));
+            if self.single_valued {
+                sql.push(&format!(", x.k AS k{index}"));
+            } else {
+                sql.push(&format!(", {aggregate}(x.k) AS k{index}"));
+            }
         }
         sql.push(" FROM (");
         self.driver
@@ -80,7 +91,9 @@ impl<'a> FromValues<'a> {
             other.matching_values(sql, db, person, &[], false);
             sql.push(")");
         }
-        sql.push(" GROUP BY x.entity_id");
+        if !self.single_valued {
+            sql.push(" GROUP BY x.entity_id");
+        }
     }
 }
 
@@ -102,10 +115,18 @@ mod tests {
     use super::*;
 
     fn plan_of(query: &str, referencing: &[&str]) -> bool {
+        plan_with(query, referencing, &[])
+    }
+
+    fn plan_with(query: &str, referencing: &[&str], single_valued: &[&str]) -> bool {
         let params: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap();
         let query = ListQuery::parse(&params).unwrap();
-        let referencing: HashSet<String> = referencing.iter().map(|prop| (*prop).to_owned()).collect();
-        FromValues::plan(&query, &referencing).is_some()
+        let set = |props: &[&str]| props.iter().map(|prop| (*prop).to_owned()).collect();
+        let facts = PropertyFacts {
+            referencing: set(referencing),
+            single_valued: set(single_valued),
+        };
+        FromValues::plan(&query, &facts).is_some()
     }
 
     #[test]
@@ -143,5 +164,16 @@ mod tests {
         assert!(!plan_of("price.number.lt=1&sort=-price.number", &[]));
         assert!(!plan_of("price.number=1&sort=-price.number", &[]));
         assert!(plan_of("price.number.exists=true&sort=price.number", &[]));
+    }
+
+    #[test]
+    fn a_single_valued_property_gives_its_key_under_any_conditions() {
+        assert!(plan_with(
+            "price.number.gte=5&price.number.lt=9&sort=-price.number",
+            &[],
+            &["price"]
+        ));
+        assert!(plan_with("price.number=1&sort=price.number", &[], &["price"]));
+        assert!(!plan_with("price.number=1&sort=price.number", &[], &["title"]));
     }
 }

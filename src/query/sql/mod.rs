@@ -8,6 +8,7 @@
 
 mod chunks;
 mod conditions;
+mod facts;
 mod filters;
 mod group;
 mod matches;
@@ -17,13 +18,14 @@ mod statement;
 mod tallies;
 mod visibility;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use diesel::QueryableByName;
-use diesel::sql_types::{Array, BigInt, Nullable, Text};
+use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 pub use chunks::{CHUNK, Chunks, is_streamed};
+use facts::PropertyFacts;
 use filters::where_clause;
 use group::{group_statement, run_grouped};
 use matches::FromValues;
@@ -31,11 +33,9 @@ use sort::{order_by, ordered_matches, page_window};
 use statement::{Bind, Sql};
 use tallies::WholeCount;
 
-use super::{Field, ListQuery, SortTarget};
-use crate::db::prepared::Prepared;
+use super::{ListQuery, SortTarget};
 use crate::db::values::{self, EntityRow};
 use crate::error::ApiError;
-use crate::model::TYPE_PROPERTY;
 
 #[derive(QueryableByName)]
 struct CountRow {
@@ -73,11 +73,11 @@ pub async fn run(
     person: Option<&str>,
     query: &ListQuery,
 ) -> Result<ListResult, ApiError> {
-    let referencing = holding_references(conn, db, query).await?;
+    let facts = PropertyFacts::of(conn, db, query).await?;
     if !query.group.is_empty() {
-        return run_grouped(conn, db, person, query, &referencing).await;
+        return run_grouped(conn, db, person, query, &facts).await;
     }
-    let (page, count) = page_statements(db, person, query, &referencing);
+    let (page, count) = page_statements(db, person, query, &facts);
     let rows = page.into_query().load::<PageRow>(conn).await?;
     let counted = rows.as_slice().first().and_then(|row| row.matches);
     let entities: Vec<EntityRow> = rows.into_iter().map(|row| row.entity).collect();
@@ -101,16 +101,16 @@ pub async fn explain(
         #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
         line: String,
     }
-    let referencing = holding_references(conn, db, query).await?;
+    let facts = PropertyFacts::of(conn, db, query).await?;
     let statements = if query.group.is_empty() {
-        let (page, count) = page_statements(db, person, query, &referencing);
+        let (page, count) = page_statements(db, person, query, &facts);
         if page_counts_matches(query) {
             vec![page]
         } else {
             vec![page, count]
         }
     } else {
-        vec![group_statement(conn, db, person, query, &referencing).await?]
+        vec![group_statement(conn, db, person, query, &facts).await?]
     };
     let mut plans = Vec::new();
     for mut statement in statements {
@@ -123,42 +123,6 @@ pub async fn explain(
         plans.push(plan);
     }
     Ok(plans)
-}
-
-/// The properties filtered by `string` that hold references somewhere in
-/// the database (one index probe each): only for them can a filter match a
-/// reference by its target's name, so only their SQL asks.
-async fn holding_references(
-    conn: &mut AsyncPgConnection,
-    db: &str,
-    query: &ListQuery,
-) -> Result<HashSet<String>, ApiError> {
-    #[derive(QueryableByName)]
-    struct Prop {
-        #[diesel(sql_type = Text)]
-        prop: String,
-    }
-    let props: Vec<String> = query
-        .filters
-        .iter()
-        // `_type` names are matched through the entity's projected type
-        .filter(|filter| filter.field == Field::String && filter.prop != TYPE_PROPERTY)
-        .map(|filter| filter.prop.clone())
-        .collect();
-    if props.is_empty() {
-        return Ok(HashSet::new());
-    }
-    let found: Vec<Prop> = Prepared::kept(
-        diesel::sql_query(
-            "SELECT p.prop FROM unnest($2::text[]) AS p(prop) WHERE EXISTS (SELECT 1 FROM property_values x \
-         WHERE x.db = $1 AND x.prop = p.prop AND x.deleted_at IS NULL AND x.reference IS NOT NULL)",
-        )
-        .bind::<Text, _>(db)
-        .bind::<Array<Text>, _>(props),
-    )
-    .load(conn)
-    .await?;
-    Ok(found.into_iter().map(|row| row.prop).collect())
 }
 
 /// The count of all matches when the page itself shows it: a page that is
@@ -183,8 +147,9 @@ fn page_counts_matches(query: &ListQuery) -> bool {
 
 /// One page of matches, and the count of all matches (needed unless the page
 /// counted them or shows the count itself, see [`count_from_page`]).
-fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, referencing: &HashSet<String>) -> (Sql, Sql) {
-    let plan = FromValues::plan(query, referencing);
+fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, facts: &PropertyFacts) -> (Sql, Sql) {
+    let referencing = &facts.referencing;
+    let plan = FromValues::plan(query, facts);
     let mut page = Sql::default();
     page.push("SELECT ").push(ENTITY_COLUMNS);
     if page_counts_matches(query) {
