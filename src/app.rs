@@ -24,6 +24,7 @@ use crate::mail::Mailer;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::sign_in::SignIn;
+use crate::sign_in::login_checks::LoginChecks;
 use crate::sign_in::oidc::OidcProviders;
 use crate::sign_in::passkey::Passkeys;
 use crate::storage::files::FileService;
@@ -126,7 +127,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
     Ok(web::Data::new(AppState {
         pool,
         jwt,
-        logins: http::auth::LoginChecks::new(settings.auth.revocation_check_seconds),
+        logins: LoginChecks::new(settings.auth.revocation_check_seconds),
         writers,
         trusted_proxies,
         clock: Default::default(),

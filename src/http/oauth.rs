@@ -16,11 +16,8 @@ use super::views::oauth::{ConsentForm, authorization_response, oauth_error};
 use super::views::pages;
 use super::{AppState, client_ip};
 use crate::auth::login::Login;
-use crate::auth::oauth;
 use crate::error::{ApiError, ErrorBody};
-use crate::sign_in::authorize::{
-    AuthorizeContext, AuthorizeParams, AuthorizeRefusal, Checked, ClientRefusal, check_authorize_request, digest,
-};
+use crate::sign_in::authorize::{AuthorizeParams, AuthorizeRefusal, ClientRefusal};
 use crate::sign_in::consent::{self, PendingConsent};
 use crate::sign_in::oauth::Authorization;
 use crate::sign_in::{Lang, accounts};
@@ -92,20 +89,7 @@ pub async fn authorize(
     req: HttpRequest,
     query: web::Query<AuthorizeQuery>,
 ) -> HttpResponse {
-    let now = state.clock.now();
     let lang = Lang::from_query(query.lang.as_deref());
-    let client = query
-        .client_id
-        .as_deref()
-        .and_then(|id| Some((oauth::client(&state.jwt, id, now)?, digest(id))));
-    let hosts = own_hosts(&state);
-    let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
-    let offers = |provider: &str| state.sign_in.offers(provider);
-    let context = AuthorizeContext {
-        client: client.as_ref().map(|(client, digest)| (client, digest.clone())),
-        hosts: &hosts,
-        offers: &offers,
-    };
     let params = AuthorizeParams {
         redirect_uri: query.redirect_uri.as_deref(),
         response_type: query.response_type.as_deref(),
@@ -117,52 +101,27 @@ pub async fn authorize(
         provider: query.provider.as_deref(),
         lang,
     };
-    let Checked {
-        authorization,
-        provider,
-    } = match check_authorize_request(params, &context) {
-        Ok(checked) => checked,
-        Err(AuthorizeRefusal::ToPerson(error)) => return refused_here(&req, lang, error),
-        Err(AuthorizeRefusal::ToClient(refusal)) => return to_client(&state, refusal),
-    };
-    let unavailable = |error: ApiError| {
-        to_client(
-            &state,
-            ClientRefusal::to(&authorization, "temporarily_unavailable", error.message),
-        )
-    };
-    match state.known_database(&authorization.db).await {
-        Ok(true) => {}
-        Ok(false) => {
-            return to_client(
-                &state,
-                ClientRefusal::to(&authorization, "invalid_request", "Unknown database"),
-            );
-        }
-        Err(error) => return unavailable(error),
-    }
     let ip = client_ip(&req, &state.trusted_proxies);
-    // a refusal to record (429 for too many pending states) as well
-    let next = match state.sign_in.begin_authorization(&authorization, &ip, now).await {
-        Ok(next) => next,
-        Err(error) => return unavailable(error),
-    };
-    let query = serde_urlencoded::to_string([("next", next.as_str()), ("lang", lang.code())]).unwrap_or_default();
-    HttpResponse::Found()
-        .insert_header((
-            header::LOCATION,
-            format!("{}/api/auth/{provider}?{query}", state.sign_in.public_url),
-        ))
-        .insert_header(("Cache-Control", "no-store"))
-        .finish()
-}
-
-/// The hosts a `resource` may name: those of `{api_url}` and `{base_url}`.
-fn own_hosts(state: &AppState) -> Vec<String> {
-    [&state.sign_in.api_url, &state.sign_in.public_url]
-        .into_iter()
-        .filter_map(|origin| url::Url::parse(origin).ok()?.host_str().map(str::to_owned))
-        .collect()
+    let known_database = async |db: &str| state.known_database(db).await;
+    let begun = state
+        .sign_in
+        .authorize(
+            &state.jwt,
+            query.client_id.as_deref(),
+            params,
+            known_database,
+            &ip,
+            state.clock.now(),
+        )
+        .await;
+    match begun {
+        Ok(location) => HttpResponse::Found()
+            .insert_header((header::LOCATION, location))
+            .insert_header(("Cache-Control", "no-store"))
+            .finish(),
+        Err(AuthorizeRefusal::ToPerson(error)) => refused_here(&req, lang, error),
+        Err(AuthorizeRefusal::ToClient(refusal)) => to_client(&state, refusal),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -237,7 +196,7 @@ async fn remembered_person(
     now: DateTime<Utc>,
 ) -> Result<Option<String>, ApiError> {
     let mut conn = state.pool.get().await?;
-    let Some(person) = accounts::accounts_of(&mut conn, &login.sub())
+    let Some(person) = accounts::accounts_of(&mut conn, &login.subject())
         .await?
         .remove(&authorization.db)
     else {
@@ -306,7 +265,7 @@ pub async fn allow(
             ClientRefusal::to(&authorization, "temporarily_unavailable", error.message),
         )
     };
-    let person = match person_for(&state, &authorization.db, &login).await {
+    let person = match accounts::person_for(&state.pool, &state.writers, &authorization.db, &login).await {
         Ok(Some(person)) => person,
         Ok(None) => {
             let refusal = ClientRefusal::to(
@@ -351,14 +310,4 @@ pub async fn deny(state: web::Data<AppState>, req: HttpRequest, query: web::Quer
         }
         Err(error) => refused_here(&req, Lang::En, error),
     }
-}
-
-/// The login's person in `db`: the one holding it, else one made where
-/// the database's `add_user` says (with no connection held meanwhile).
-async fn person_for(state: &AppState, db: &str, login: &crate::auth::login::Login) -> Result<Option<String>, ApiError> {
-    let mut accounts = accounts::accounts_of(&mut *state.pool.get().await?, &login.sub()).await?;
-    if let Some(person) = accounts.remove(db) {
-        return Ok(Some(person));
-    }
-    accounts::add_user(&state.pool, &state.writers, db, login).await
 }
