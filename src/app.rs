@@ -193,7 +193,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
                 web::QueryConfig::default()
                     .error_handler(|error, _| ApiError::new(ErrorCode::InvalidQuery, error.to_string()).into()),
             )
-            .app_data(web::PathConfig::default().error_handler(|_, _| http::not_found().into()))
+            .app_data(web::PathConfig::default().error_handler(|_, _| ApiError::route_not_found().into()))
             .wrap(ErrorHandlers::new().default_handler(error_body::json_error_body))
             .wrap(from_fn(challenge::challenge))
             .wrap(from_fn(usage::count_request))
@@ -204,7 +204,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
             .wrap(from_fn(trailing_slash::trim))
             .configure(http::routes)
             .default_service(web::to(|| async {
-                Err::<actix_web::HttpResponse, _>(http::not_found())
+                Err::<actix_web::HttpResponse, _>(ApiError::route_not_found())
             }))
     })
     .listen(listener)?;

@@ -27,5 +27,5 @@ pub mod usage;
 pub mod views;
 
 pub use caller::{Caller, bearer, client_ip};
-pub use routes::{Endpoint, database_of_path, endpoints, not_found, routes};
+pub use routes::{Endpoint, database_of_path, endpoints, routes};
 pub use state::AppState;

@@ -1,18 +1,21 @@
 //! The endpoint table: every route of the service, which the router serves
 //! and the OpenAPI document lists.
 
+use std::sync::OnceLock;
+
 use actix_web::http::Method;
 use actix_web::{FromRequest, Handler, Responder, Route, web};
+use utoipa::OpenApi;
 
 use super::{
     app_passkey, auth, duplicate_activity, entity, files, health, list, mcp, metrics, new_db, oauth, oauth_client,
     openapi, passkey, property, sign_in, usage,
 };
 use crate::db::databases;
-use crate::error::ApiError;
+use openapi::ServedDocument;
 
-/// One served route. The router and the test that every route is in the
-/// OpenAPI document both read [`endpoints`], so neither can miss one.
+/// One served route. The router serves [`endpoints`] and the OpenAPI
+/// document lists their operations ([`Operations`]), so neither can miss one.
 pub struct Endpoint {
     pub method: Method,
     /// The actix path pattern.
@@ -33,92 +36,92 @@ where
     }
 }
 
-/// Every route of the service, in matching order.
-pub fn endpoints() -> Vec<Endpoint> {
-    use Method as M;
-    vec![
-        at(M::GET, "/", health::about),
-        at(M::GET, "/health", health::health),
-        at(M::GET, "/ready", health::ready),
-        at(M::GET, "/metrics", metrics::read),
-        at(M::GET, "/docs", openapi::docs_page),
-        at(M::GET, "/docs/{file}", openapi::docs_asset),
-        // Before `/api/{db}`, which would take `openapi.json` for a database name.
-        at(M::GET, "/api/openapi.json", openapi::document),
-        at(M::GET, "/api/auth", auth::authenticate),
-        at(M::GET, "/api/auth/refresh", auth::refresh),
-        // Before `/api/auth/{provider}`, which would take `choose` and `invitation` for providers.
-        at(M::GET, "/api/auth/choose", sign_in::choose),
-        at(M::GET, "/api/auth/invitation", sign_in::invitation_page),
-        at(M::POST, "/api/auth/invitation", sign_in::accept_invitation),
-        at(
-            M::GET,
-            "/.well-known/oauth-authorization-server",
-            oauth_client::metadata,
-        ),
-        at(M::POST, "/auth/register", oauth_client::register),
-        at(M::GET, "/auth/authorize", oauth::authorize),
-        at(M::GET, "/auth/authorize/complete", oauth::complete),
-        at(M::POST, "/auth/authorize/consent", oauth::allow),
-        at(M::GET, "/auth/authorize/deny", oauth::deny),
-        at(M::POST, "/auth/token", oauth_client::token),
-        at(M::GET, "/api/auth/passkey/register", passkey::register_page),
-        at(M::GET, "/api/auth/passkey/passkey.js", passkey::script),
-        at(M::POST, "/api/auth/passkey/register/options", passkey::register_options),
-        at(M::POST, "/api/auth/passkey/register/finish", passkey::register_finish),
-        at(M::POST, "/api/auth/passkey/options", passkey::sign_in_options),
-        at(M::POST, "/api/auth/passkey/finish", passkey::sign_in_finish),
-        at(M::GET, "/api/auth/passkey", app_passkey::sign_in),
-        at(M::POST, "/api/auth/passkey", auth::passkey_sign_in),
-        at(M::GET, "/api/auth/{provider}", sign_in::start),
-        at(M::POST, "/api/auth/{provider}", sign_in::send_link),
-        // Before `/api/{db}/...`: `new` is a reserved database name.
-        at(M::GET, "/api/new/{db}", new_db::available),
-        at(M::POST, "/api/new", new_db::create),
-        at(M::PUT, "/api/new", new_db::create_by_put),
-        at(M::GET, "/api/{db}", usage::read),
-        at(M::POST, "/api/{db}/mcp", mcp::post),
-        at(M::GET, "/api/{db}/mcp", mcp::stream),
-        at(
-            M::GET,
-            "/.well-known/oauth-protected-resource/api/{db}/mcp",
-            mcp::protected_resource,
-        ),
-        at(M::GET, "/api/{db}/passkey", app_passkey::register_options),
-        at(M::POST, "/api/{db}/passkey", app_passkey::register),
-        at(M::GET, "/api/{db}/entity", list::list),
-        at(M::POST, "/api/{db}/entity", entity::create),
-        at(M::GET, "/api/{db}/entity/{id}", entity::read),
-        at(M::POST, "/api/{db}/entity/{id}", entity::add_values),
-        at(M::DELETE, "/api/{db}/entity/{id}", entity::delete),
-        at(M::GET, "/api/{db}/entity/{id}/history", entity::history),
-        at(M::GET, "/api/{db}/entity/{id}/aggregate", entity::aggregate),
-        at(
-            M::POST,
-            "/api/{db}/entity/{id}/duplicate",
-            duplicate_activity::duplicate,
-        ),
-        at(M::GET, "/api/{db}/entity/{id}/activity", duplicate_activity::activity),
-        at(M::GET, "/api/{db}/property/{id}", property::read),
-        at(M::DELETE, "/api/{db}/property/{id}", property::delete),
-        // Files: thumbnails, and the local storage backend's signed URLs.
-        at(
-            M::GET,
-            "/api/{db}/entity/{id}/thumbnail/{size}",
-            files::entity_thumbnail,
-        ),
-        at(
-            M::GET,
-            "/api/{db}/property/{id}/thumbnail/{size}",
-            files::property_thumbnail,
-        ),
-        at(M::PUT, "/storage/{key:.*}", files::storage_put),
-        at(M::GET, "/storage/{key:.*}", files::storage_get),
-    ]
+/// Defines [`endpoints`], the routes in matching order, and [`Operations`],
+/// their handlers' OpenAPI operations, from one table of
+/// `METHOD "pattern" => handler` rows.
+macro_rules! endpoint_table {
+    ($($method:ident $path:literal => $($handler:ident)::+,)*) => {
+        /// Every route of the service, in matching order.
+        pub fn endpoints() -> Vec<Endpoint> {
+            vec![$(at(Method::$method, $path, $($handler)::+)),*]
+        }
+
+        /// The OpenAPI operations of [`endpoints`], as their handlers document them.
+        #[derive(OpenApi)]
+        #[openapi(paths($($($handler)::+),*))]
+        pub struct Operations;
+    };
 }
 
-/// Registers [`endpoints`].
+endpoint_table! {
+    GET "/" => health::about,
+    GET "/health" => health::health,
+    GET "/ready" => health::ready,
+    GET "/metrics" => metrics::read,
+    GET "/docs" => openapi::docs_page,
+    GET "/docs/{file}" => openapi::docs_asset,
+    // Before `/api/{db}`, which would take `openapi.json` for a database name.
+    GET "/api/openapi.json" => openapi::document,
+    GET "/api/auth" => auth::authenticate,
+    GET "/api/auth/refresh" => auth::refresh,
+    // Before `/api/auth/{provider}`, which would take `choose` and `invitation` for providers.
+    GET "/api/auth/choose" => sign_in::choose,
+    GET "/api/auth/invitation" => sign_in::invitation_page,
+    POST "/api/auth/invitation" => sign_in::accept_invitation,
+    GET "/.well-known/oauth-authorization-server" => oauth_client::metadata,
+    POST "/auth/register" => oauth_client::register,
+    GET "/auth/authorize" => oauth::authorize,
+    GET "/auth/authorize/complete" => oauth::complete,
+    POST "/auth/authorize/consent" => oauth::allow,
+    GET "/auth/authorize/deny" => oauth::deny,
+    POST "/auth/token" => oauth_client::token,
+    GET "/api/auth/passkey/register" => passkey::register_page,
+    GET "/api/auth/passkey/passkey.js" => passkey::script,
+    POST "/api/auth/passkey/register/options" => passkey::register_options,
+    POST "/api/auth/passkey/register/finish" => passkey::register_finish,
+    POST "/api/auth/passkey/options" => passkey::sign_in_options,
+    POST "/api/auth/passkey/finish" => passkey::sign_in_finish,
+    GET "/api/auth/passkey" => app_passkey::sign_in,
+    POST "/api/auth/passkey" => auth::passkey_sign_in,
+    GET "/api/auth/{provider}" => sign_in::start,
+    POST "/api/auth/{provider}" => sign_in::send_link,
+    // Before `/api/{db}/...`: `new` is a reserved database name.
+    GET "/api/new/{db}" => new_db::available,
+    POST "/api/new" => new_db::create,
+    PUT "/api/new" => new_db::create_by_put,
+    GET "/api/{db}" => usage::read,
+    POST "/api/{db}/mcp" => mcp::post,
+    GET "/api/{db}/mcp" => mcp::stream,
+    GET "/.well-known/oauth-protected-resource/api/{db}/mcp" => mcp::protected_resource,
+    GET "/api/{db}/passkey" => app_passkey::register_options,
+    POST "/api/{db}/passkey" => app_passkey::register,
+    GET "/api/{db}/entity" => list::list,
+    POST "/api/{db}/entity" => entity::create,
+    GET "/api/{db}/entity/{id}" => entity::read,
+    POST "/api/{db}/entity/{id}" => entity::add_values,
+    DELETE "/api/{db}/entity/{id}" => entity::delete,
+    GET "/api/{db}/entity/{id}/history" => entity::history,
+    GET "/api/{db}/entity/{id}/aggregate" => entity::aggregate,
+    POST "/api/{db}/entity/{id}/duplicate" => duplicate_activity::duplicate,
+    GET "/api/{db}/entity/{id}/activity" => duplicate_activity::activity,
+    GET "/api/{db}/property/{id}" => property::read,
+    DELETE "/api/{db}/property/{id}" => property::delete,
+    // Files: thumbnails, and the local storage backend's signed URLs.
+    GET "/api/{db}/entity/{id}/thumbnail/{size}" => files::entity_thumbnail,
+    GET "/api/{db}/property/{id}/thumbnail/{size}" => files::property_thumbnail,
+    PUT "/storage/{key:.*}" => files::storage_put,
+    GET "/storage/{key:.*}" => files::storage_get,
+}
+
+/// The OpenAPI document of [`endpoints`], built once.
+pub fn document_json() -> &'static str {
+    static JSON: OnceLock<String> = OnceLock::new();
+    JSON.get_or_init(|| openapi::document_of(Operations::openapi()))
+}
+
+/// Registers [`endpoints`], and the document `GET /api/openapi.json` serves.
 pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.app_data(web::Data::new(ServedDocument(document_json())));
     for endpoint in endpoints() {
         cfg.route(endpoint.path, endpoint.route);
     }
@@ -129,9 +132,4 @@ pub fn database_of_path(path: &str) -> Option<&str> {
     let rest = path.strip_prefix("/api/")?;
     let db = rest.split('/').next()?;
     (databases::name_problem(db).is_none()).then_some(db)
-}
-
-/// JSON errors for what the router and extractors reject.
-pub fn not_found() -> ApiError {
-    ApiError::not_found("Not found")
 }
