@@ -14,7 +14,8 @@
 //! - `authorize.rs`: the checks of an authorization request (pure);
 //! - `authorize_request.rs`: an authorization request, checked, to its sign-in;
 //! - `login_checks.rs`: whether an accepted token's login still stands;
-//! - `consent.rs`: the person's consent to an OAuth client, asked and remembered.
+//! - `consent.rs`: the person's consent to an OAuth client, asked and remembered;
+//! - `consent_flow.rs`: an authorization after its sign-in, to a code or a refusal.
 
 pub mod accounts;
 pub mod app_passkey;
@@ -22,6 +23,7 @@ pub mod authorize;
 pub mod authorize_request;
 pub mod confirm_invite;
 pub mod consent;
+pub mod consent_flow;
 pub mod email;
 pub mod forms;
 pub mod invite;
