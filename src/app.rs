@@ -24,6 +24,7 @@ use crate::mail::Mailer;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::sign_in::SignIn;
+use crate::sign_in::login_checks::LoginChecks;
 use crate::sign_in::oidc::OidcProviders;
 use crate::sign_in::passkey::Passkeys;
 use crate::storage::files::FileService;
@@ -126,7 +127,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
     Ok(web::Data::new(AppState {
         pool,
         jwt,
-        logins: http::auth::LoginChecks::new(settings.auth.revocation_check_seconds),
+        logins: LoginChecks::new(settings.auth.revocation_check_seconds),
         writers,
         trusted_proxies,
         clock: Default::default(),
@@ -192,7 +193,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
                 web::QueryConfig::default()
                     .error_handler(|error, _| ApiError::new(ErrorCode::InvalidQuery, error.to_string()).into()),
             )
-            .app_data(web::PathConfig::default().error_handler(|_, _| http::not_found().into()))
+            .app_data(web::PathConfig::default().error_handler(|_, _| ApiError::route_not_found().into()))
             .wrap(ErrorHandlers::new().default_handler(error_body::json_error_body))
             .wrap(from_fn(challenge::challenge))
             .wrap(from_fn(usage::count_request))
@@ -203,7 +204,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
             .wrap(from_fn(trailing_slash::trim))
             .configure(http::routes)
             .default_service(web::to(|| async {
-                Err::<actix_web::HttpResponse, _>(http::not_found())
+                Err::<actix_web::HttpResponse, _>(ApiError::route_not_found())
             }))
     })
     .listen(listener)?;

@@ -263,6 +263,11 @@ impl ApiError {
         Self::not_found("Property not found")
     }
 
+    /// What the router and extractors reject: no such route or file.
+    pub fn route_not_found() -> Self {
+        Self::not_found("Not found")
+    }
+
     pub fn token_required() -> Self {
         Self::unauthorized("No token")
     }

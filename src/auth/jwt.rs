@@ -1,7 +1,7 @@
 //! JWTs: HS256, 12 hours. The header's `kid` names the secret that signed
 //! the token (see [`key_id`]), so secrets can be rotated. Claims:
 //! - `use`: the kind of token; the REST API accepts only `access`.
-//! - `sub`: the login the token stands for (`api_key:<db>:<value id>` for an API key).
+//! - `sub`: the login the token stands for, a [`Subject`] (`api_key:<db>:<value id>` for an API key).
 //! - `accounts`: database name → the caller's person id in it.
 //! - `ip`: the client address the token is bound to; absent on unbound tokens.
 //! - `iat`: issue time; `exp`: expiry; `auth_time`: the original login time,
@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::login::{Login, StoredPasskey};
+use super::subject::{Subject, invitation_of};
 use crate::error::ApiError;
 
 pub const TOKEN_LIFETIME_SECONDS: i64 = 12 * 60 * 60;
@@ -128,17 +129,28 @@ impl Claims {
         Claims {
             token_use: Some(USE_INVITE.to_owned()),
             exp: now.timestamp() + INVITE_LIFETIME_SECONDS,
-            ..Claims::access(format!("invite:{db}:{value_id}"), BTreeMap::new(), None, now)
+            ..Claims::access(
+                Subject::Invite {
+                    db: db.to_owned(),
+                    value_id: value_id.to_owned(),
+                }
+                .to_string(),
+                BTreeMap::new(),
+                None,
+                now,
+            )
         }
     }
 
     /// The provider login these claims name, with the profile they carry;
     /// `None` for an API key's token.
     pub fn login(&self) -> Option<Login> {
-        let (provider, uid) = self.sub.strip_prefix("login:")?.split_once(':')?;
+        let Ok(Subject::Login { provider, uid }) = self.sub.parse() else {
+            return None;
+        };
         Some(Login {
-            provider: provider.to_owned(),
-            uid: uid.to_owned(),
+            provider,
+            uid,
             email: self.email.clone(),
             name: self.name.clone(),
             passkey: self.passkey.clone(),
@@ -154,7 +166,7 @@ impl Claims {
 
     /// The database and value id an invitation's `sub` names.
     pub fn invitation(&self) -> Option<(&str, &str)> {
-        self.sub.strip_prefix("invite:")?.split_once(':')
+        invitation_of(&self.sub)
     }
 
     /// A refreshed token: issued now, the original login time kept, bound to `ip`.
@@ -167,6 +179,11 @@ impl Claims {
             token_use: Some(USE_ACCESS.to_owned()),
             ..self.clone()
         }
+    }
+
+    /// What `sub` names; `None` when it is none of the [`Subject`] formats.
+    pub fn subject(&self) -> Option<Subject> {
+        self.sub.parse().ok()
     }
 
     /// The caller's person in database `db`, if the token grants it.

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::subject::Subject;
+
 /// Every sign-in provider of the API (`GET /api/auth/{provider}`).
 pub const PROVIDERS: [&str; 7] = [
     "passkey",
@@ -63,9 +65,17 @@ impl Login {
         }
     }
 
+    /// What the tokens' `sub` names for this login.
+    pub fn subject(&self) -> Subject {
+        Subject::Login {
+            provider: self.provider.clone(),
+            uid: self.uid.clone(),
+        }
+    }
+
     /// The tokens' `sub` for this login.
     pub fn sub(&self) -> String {
-        format!("login:{}:{}", self.provider, self.uid)
+        self.subject().to_string()
     }
 
     /// What the stored login method is found by (`secret_lookup` of its
@@ -91,11 +101,6 @@ impl Login {
     }
 }
 
-/// The identity a token's `sub` stands for, if it names a provider login.
-pub fn identity_of(sub: &str) -> Option<&str> {
-    sub.strip_prefix("login:")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,7 +118,7 @@ mod tests {
             }),
         };
         assert_eq!(login.sub(), "login:passkey:a:b");
-        assert_eq!(identity_of(&login.sub()), Some(login.identity().as_str()));
+        assert_eq!(login.subject().login_identity(), Some(login.identity()));
         assert_eq!(login.shown(), "Laptop");
     }
 

@@ -6,3 +6,4 @@ pub mod clock;
 pub mod jwt;
 pub mod login;
 pub mod oauth;
+pub mod subject;

@@ -2,11 +2,8 @@
 //! invitation accepted on the way), `GET /api/auth/refresh`, and an app's
 //! passkey sign-in, which answers as `GET /api/auth` does.
 
-use std::collections::BTreeMap;
-
 use actix_web::{HttpRequest, HttpResponse, web};
-use chrono::{DateTime, Utc};
-use dashmap::DashMap;
+use chrono::DateTime;
 use diesel_async::AsyncPgConnection;
 use serde::Deserialize;
 use serde_json::Value as Json;
@@ -15,16 +12,14 @@ use super::views::auth::{Account, AccountUser, TokenResponse, TokenUser, token_e
 use super::views::responses::ReadUnavailable;
 use super::{AppState, bearer, client_ip};
 use crate::auth::api_key;
-use crate::auth::jwt::{Claims, Refusal};
-use crate::auth::login::identity_of;
-use crate::db::sign_in::persons_of_login;
-use crate::db::{Pool, values};
+use crate::auth::jwt::Claims;
+use crate::auth::subject::Subject;
+use crate::db::values;
 use crate::error::{ApiError, ErrorBody};
 use crate::metrics;
 use crate::model::json::format_datetime;
-use crate::sign_in::accounts::{accounts_of, add_user, api_key_login, api_key_of};
+use crate::sign_in::accounts::{SignInTo, SignedIn, accounts_of, accounts_of_sub};
 use crate::sign_in::app_passkey::AppAnswer;
-use crate::sign_in::invite::{self, Accepted};
 
 #[derive(Debug, Deserialize)]
 pub struct AuthQuery {
@@ -33,108 +28,6 @@ pub struct AuthQuery {
     account: Option<String>,
     /// An invitation to accept (with a provider login).
     invite: Option<String>,
-}
-
-/// What is left of a token's login when it was last looked up: the
-/// databases whose person is live, or `None` when the login is revoked.
-struct Checked {
-    at: DateTime<Utc>,
-    accounts: Option<BTreeMap<String, String>>,
-}
-
-/// Checks that an accepted token's login still stands: its API key is not
-/// deleted, and of its `accounts` only databases whose person entity is live
-/// remain. A token whose key is gone, or which named persons and has none
-/// left, is revoked (401 `Invalid token`). Answers are kept per login and
-/// accounts for `auth.revocation_check_seconds`, so a deletion stops its
-/// tokens within that time in every process, at one indexed query per
-/// login and interval.
-pub struct LoginChecks {
-    ttl_seconds: i64,
-    checked: DashMap<(String, BTreeMap<String, String>), Checked>,
-}
-
-/// Past this many kept answers, a lookup first drops the stale ones.
-const KEPT_CHECKS: usize = 4096;
-
-impl LoginChecks {
-    pub fn new(ttl_seconds: u64) -> LoginChecks {
-        LoginChecks {
-            ttl_seconds: i64::try_from(ttl_seconds).unwrap_or(i64::MAX),
-            checked: DashMap::new(),
-        }
-    }
-
-    /// `claims` with only the databases whose person is live; counted and
-    /// refused under `flow` when the login is revoked.
-    pub async fn live_claims(
-        &self,
-        pool: &Pool,
-        now: DateTime<Utc>,
-        mut claims: Claims,
-        flow: &'static str,
-    ) -> Result<Claims, ApiError> {
-        // A clock set back makes an answer stale too, never fresher.
-        let fresh = |at: DateTime<Utc>| (0..self.ttl_seconds).contains(&(now - at).num_seconds());
-        let key = (claims.sub.clone(), claims.accounts.clone());
-        let kept = self
-            .checked
-            .get(&key)
-            .filter(|checked| fresh(checked.at))
-            .map(|checked| checked.accounts.clone());
-        let accounts = match kept {
-            Some(accounts) => accounts,
-            None => {
-                let accounts = look_up(pool, &claims).await?;
-                if self.checked.len() >= KEPT_CHECKS {
-                    self.checked.retain(|_, checked| fresh(checked.at));
-                }
-                self.checked.insert(
-                    key,
-                    Checked {
-                        at: now,
-                        accounts: accounts.clone(),
-                    },
-                );
-                accounts
-            }
-        };
-        claims.accounts = accounts.ok_or_else(|| {
-            metrics::token_refused(flow, Refusal::Revoked.reason());
-            ApiError::from(Refusal::Revoked)
-        })?;
-        Ok(claims)
-    }
-}
-
-/// The databases of `claims` whose person is live (and, for a provider
-/// login, still holds it), or `None` when the login is revoked.
-async fn look_up(pool: &Pool, claims: &Claims) -> Result<Option<BTreeMap<String, String>>, ApiError> {
-    let key = api_key_of(&claims.sub);
-    let persons: Vec<(&str, &str)> = claims
-        .accounts
-        .iter()
-        .map(|(db, person)| (db.as_str(), person.as_str()))
-        .collect();
-    let mut conn = pool.get().await?;
-    let (key_live, live) = values::live_login(&mut conn, key, &persons).await?;
-    if key.is_some() && !key_live {
-        return Ok(None);
-    }
-    let mut accounts: BTreeMap<String, String> = live.into_iter().collect();
-    // A provider login keeps only the persons that still hold it: deleting
-    // the login method ends its tokens as deleting an API key does.
-    if let Some(identity) = identity_of(&claims.sub)
-        && !accounts.is_empty()
-    {
-        let holders: BTreeMap<String, String> = persons_of_login(&mut conn, identity).await?.into_iter().collect();
-        accounts.retain(|db, person| holders.get(db) == Some(person));
-    }
-    // A token that never named a person (a new login's) has nothing to lose.
-    if accounts.is_empty() && !claims.accounts.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(accounts))
 }
 
 #[utoipa::path(
@@ -169,26 +62,14 @@ pub async fn authenticate(
     let now = state.clock.now();
     let (login, carried_invite) = state.sign_in.exchange_session(&state.jwt, credential, &ip, now).await?;
     let wanted = query.db.as_deref().or(query.account.as_deref());
-    // no connection is held while a write waits for its turn
-    let mut accounts = accounts_of(&mut *state.pool.get().await?, &login.sub()).await?;
-    let mut conflict = false;
-    if let Some(token) = query.invite.as_deref().or(carried_invite.as_deref()) {
-        match invite::accept(&state.pool, &state.writers, &state.jwt, token, wanted, &login, now).await? {
-            Accepted::Person { db, person } => accounts = invite::accounts(db, person),
-            Accepted::Conflict => conflict = true,
-        }
-    } else if let Some(wanted) = wanted {
-        accounts.retain(|db, _| db == wanted);
-        if accounts.is_empty()
-            && state.known_database(wanted).await?
-            && let Some(person) = add_user(&state.pool, &state.writers, wanted, &login).await?
-        {
-            accounts.insert(wanted.to_owned(), person);
-        }
-        if accounts.is_empty() {
-            return Err(refused(LOGIN, NO_ACCOUNTS, "No accessible accounts"));
-        }
-    }
+    let invite = query.invite.as_deref().or(carried_invite.as_deref());
+    let directory = SignInTo {
+        pool: &state.pool,
+        writers: &state.writers,
+        jwt: &state.jwt,
+        now,
+    };
+    let SignedIn { accounts, conflict } = directory.sign_in_to(&login, wanted, invite).await?;
     let mut claims = Claims::access(login.sub(), accounts, Some(ip), now);
     claims.set_profile(&login);
     token_response(&state, &mut *state.pool.get().await?, &claims, LOGIN, conflict).await
@@ -217,8 +98,8 @@ pub async fn passkey_sign_in(
         .sign_in
         .finish_passkey_sign_in(&mut conn, &answer.challenge_token, answer.credential, &ip, now)
         .await?;
-    let sub = done.login.sub();
-    let mut claims = Claims::access(sub.clone(), accounts_of(&mut conn, &sub).await?, Some(ip), now);
+    let accounts = accounts_of(&mut conn, &done.login.subject()).await?;
+    let mut claims = Claims::access(done.login.sub(), accounts, Some(ip), now);
     claims.set_profile(&done.login);
     token_response(&state, &mut conn, &claims, LOGIN, false).await
 }
@@ -247,13 +128,16 @@ async fn key_login(
     if wanted.is_some_and(|wanted| *wanted != matched.db) {
         return Err(refused(LOGIN, NO_ACCOUNTS, "No accessible accounts"));
     }
-    let sub = api_key_login(&matched.db, &matched.value_id);
-    let accounts = accounts_of(&mut conn, &sub).await?;
+    let subject = Subject::ApiKey {
+        db: matched.db,
+        value_id: matched.value_id,
+    };
+    let accounts = accounts_of(&mut conn, &subject).await?;
     if accounts.is_empty() {
         return Err(refused(LOGIN, NO_ACCOUNTS, "No accessible accounts"));
     }
     let claims = Claims::access(
-        sub,
+        subject.to_string(),
         accounts,
         Some(client_ip(req, &state.trusted_proxies)),
         state.clock.now(),
@@ -282,7 +166,7 @@ pub async fn refresh(state: web::Data<AppState>, req: HttpRequest) -> Result<Htt
         ApiError::from(refusal)
     })?;
     let mut conn = state.pool.get().await?;
-    let accounts = accounts_of(&mut conn, &claims.sub).await?;
+    let accounts = accounts_of_sub(&mut conn, &claims.sub).await?;
     if accounts.is_empty() {
         return Err(refused(REFRESH, NO_ACCOUNTS, "No accessible accounts"));
     }

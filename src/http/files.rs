@@ -104,7 +104,7 @@ fn signed_request<'a>(
     req: &HttpRequest,
     key: &str,
 ) -> Result<(&'a LocalStore, ObjectKey, Signed), ApiError> {
-    let local = state.files.local.as_deref().ok_or_else(super::not_found)?;
+    let local = state.files.local.as_deref().ok_or_else(ApiError::route_not_found)?;
     let key = ObjectKey::parse(key).ok_or_else(|| refused(Refusal::BadSignature))?;
     let signed: Signed = serde_urlencoded::from_str(req.query_string()).map_err(|_| refused(Refusal::BadSignature))?;
     Ok((local, key, signed))

@@ -7,7 +7,6 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
-use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use super::forms::FormOrigin;
@@ -15,15 +14,10 @@ use super::views::consent::{ConsentPage, consent_page};
 use super::views::oauth::{ConsentForm, authorization_response, oauth_error};
 use super::views::pages;
 use super::{AppState, client_ip};
-use crate::auth::login::Login;
-use crate::auth::oauth;
 use crate::error::{ApiError, ErrorBody};
-use crate::sign_in::authorize::{
-    AuthorizeContext, AuthorizeParams, AuthorizeRefusal, Checked, ClientRefusal, check_authorize_request, digest,
-};
-use crate::sign_in::consent::{self, PendingConsent};
-use crate::sign_in::oauth::Authorization;
-use crate::sign_in::{Lang, accounts};
+use crate::sign_in::Lang;
+use crate::sign_in::authorize::{AuthorizeParams, AuthorizeRefusal, ClientRefusal};
+use crate::sign_in::consent_flow::{AfterSignIn, CodeForClient};
 
 #[derive(Debug, Deserialize)]
 pub struct AuthorizeQuery {
@@ -50,6 +44,15 @@ fn to_client(state: &AppState, refusal: ClientRefusal) -> HttpResponse {
         ],
         &state.sign_in.api_url,
     )
+}
+
+/// A refusal said to whom it names: back to the client's redirect URI, or
+/// to the person here.
+fn refused(state: &AppState, req: &HttpRequest, lang: Lang, refusal: AuthorizeRefusal) -> HttpResponse {
+    match refusal {
+        AuthorizeRefusal::ToPerson(error) => refused_here(req, lang, error),
+        AuthorizeRefusal::ToClient(refusal) => to_client(state, refusal),
+    }
 }
 
 /// A 400 for the person (HTML) or for a client that asks for JSON.
@@ -92,20 +95,7 @@ pub async fn authorize(
     req: HttpRequest,
     query: web::Query<AuthorizeQuery>,
 ) -> HttpResponse {
-    let now = state.clock.now();
     let lang = Lang::from_query(query.lang.as_deref());
-    let client = query
-        .client_id
-        .as_deref()
-        .and_then(|id| Some((oauth::client(&state.jwt, id, now)?, digest(id))));
-    let hosts = own_hosts(&state);
-    let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
-    let offers = |provider: &str| state.sign_in.offers(provider);
-    let context = AuthorizeContext {
-        client: client.as_ref().map(|(client, digest)| (client, digest.clone())),
-        hosts: &hosts,
-        offers: &offers,
-    };
     let params = AuthorizeParams {
         redirect_uri: query.redirect_uri.as_deref(),
         response_type: query.response_type.as_deref(),
@@ -117,52 +107,26 @@ pub async fn authorize(
         provider: query.provider.as_deref(),
         lang,
     };
-    let Checked {
-        authorization,
-        provider,
-    } = match check_authorize_request(params, &context) {
-        Ok(checked) => checked,
-        Err(AuthorizeRefusal::ToPerson(error)) => return refused_here(&req, lang, error),
-        Err(AuthorizeRefusal::ToClient(refusal)) => return to_client(&state, refusal),
-    };
-    let unavailable = |error: ApiError| {
-        to_client(
-            &state,
-            ClientRefusal::to(&authorization, "temporarily_unavailable", error.message),
-        )
-    };
-    match state.known_database(&authorization.db).await {
-        Ok(true) => {}
-        Ok(false) => {
-            return to_client(
-                &state,
-                ClientRefusal::to(&authorization, "invalid_request", "Unknown database"),
-            );
-        }
-        Err(error) => return unavailable(error),
-    }
     let ip = client_ip(&req, &state.trusted_proxies);
-    // a refusal to record (429 for too many pending states) as well
-    let next = match state.sign_in.begin_authorization(&authorization, &ip, now).await {
-        Ok(next) => next,
-        Err(error) => return unavailable(error),
-    };
-    let query = serde_urlencoded::to_string([("next", next.as_str()), ("lang", lang.code())]).unwrap_or_default();
-    HttpResponse::Found()
-        .insert_header((
-            header::LOCATION,
-            format!("{}/api/auth/{provider}?{query}", state.sign_in.public_url),
-        ))
-        .insert_header(("Cache-Control", "no-store"))
-        .finish()
-}
-
-/// The hosts a `resource` may name: those of `{api_url}` and `{base_url}`.
-fn own_hosts(state: &AppState) -> Vec<String> {
-    [&state.sign_in.api_url, &state.sign_in.public_url]
-        .into_iter()
-        .filter_map(|origin| url::Url::parse(origin).ok()?.host_str().map(str::to_owned))
-        .collect()
+    let known_database = async |db: &str| state.known_database(db).await;
+    let begun = state
+        .sign_in
+        .authorize(
+            &state.jwt,
+            query.client_id.as_deref(),
+            params,
+            known_database,
+            &ip,
+            state.clock.now(),
+        )
+        .await;
+    match begun {
+        Ok(location) => HttpResponse::Found()
+            .insert_header((header::LOCATION, location))
+            .insert_header(("Cache-Control", "no-store"))
+            .finish(),
+        Err(refusal) => refused(&state, &req, lang, refusal),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -187,30 +151,14 @@ pub struct CompleteQuery {
 pub async fn complete(state: web::Data<AppState>, req: HttpRequest, query: web::Query<CompleteQuery>) -> HttpResponse {
     let ip = client_ip(&req, &state.trusted_proxies);
     let now = state.clock.now();
-    let authorization = match state.sign_in.take_authorization(&query.request, &ip, now).await {
-        Ok(authorization) => authorization,
-        Err(error) => return refused_here(&req, Lang::En, error),
-    };
-    let lang = Lang::from_query(Some(&authorization.lang));
-    let Ok((login, _)) = state.sign_in.exchange_session(&state.jwt, &query.key, &ip, now).await else {
-        let refusal = ClientRefusal::to(&authorization, "access_denied", "The sign-in did not complete");
-        return to_client(&state, refusal);
-    };
-    match remembered_person(&state, &authorization, &login, now).await {
-        Ok(Some(person)) => return code_to_client(&state, authorization, &login, person, now).await,
-        Ok(None) => {}
-        Err(error) => {
-            let refusal = ClientRefusal::to(&authorization, "temporarily_unavailable", error.message);
-            return to_client(&state, refusal);
-        }
-    }
-    let pending = PendingConsent { authorization, login };
-    let token = match state.sign_in.ask_consent(&pending, &ip, now).await {
-        Ok(token) => token,
-        Err(error) => {
-            let refusal = ClientRefusal::to(&pending.authorization, "temporarily_unavailable", error.message);
-            return to_client(&state, refusal);
-        }
+    let step = state
+        .sign_in
+        .complete_authorization(&state.jwt, &state.pool, &query.request, &query.key, &ip, now)
+        .await;
+    let (pending, token) = match step {
+        Ok(AfterSignIn::AskConsent { pending, token }) => (pending, token),
+        Ok(AfterSignIn::Code(code)) => return code_to_client(&state, &code),
+        Err(refusal) => return refused(&state, &req, Lang::En, refusal),
     };
     let api_url = &state.sign_in.api_url;
     let deny_url = format!(
@@ -218,7 +166,7 @@ pub async fn complete(state: web::Data<AppState>, req: HttpRequest, query: web::
         serde_urlencoded::to_string([("consent", &token)]).unwrap_or_default()
     );
     consent_page(&ConsentPage {
-        lang,
+        lang: Lang::from_query(Some(&pending.authorization.lang)),
         client_name: pending.authorization.client_name.as_deref(),
         redirect_uri: &pending.authorization.redirect_uri,
         db: &pending.authorization.db,
@@ -228,50 +176,13 @@ pub async fn complete(state: web::Data<AppState>, req: HttpRequest, query: web::
     })
 }
 
-/// The login's person in the authorization's database, if they allowed
-/// this authorization within 30 days (no person is made here).
-async fn remembered_person(
-    state: &AppState,
-    authorization: &Authorization,
-    login: &Login,
-    now: DateTime<Utc>,
-) -> Result<Option<String>, ApiError> {
-    let mut conn = state.pool.get().await?;
-    let Some(person) = accounts::accounts_of(&mut conn, &login.sub())
-        .await?
-        .remove(&authorization.db)
-    else {
-        return Ok(None);
-    };
-    let remembered = consent::is_remembered(&mut conn, authorization, &person, now).await?;
-    Ok(remembered.then_some(person))
-}
-
-/// Issues the code and sends the browser back to the client with it.
-async fn code_to_client(
-    state: &AppState,
-    authorization: Authorization,
-    login: &Login,
-    person: String,
-    now: DateTime<Utc>,
-) -> HttpResponse {
-    let redirect_uri = authorization.redirect_uri.clone();
-    let given_state = authorization.state.clone();
-    match state
-        .sign_in
-        .issue_code(authorization.clone(), login, person, now)
-        .await
-    {
-        Ok(code) => authorization_response(
-            &redirect_uri,
-            &[("code", Some(&code)), ("state", given_state.as_deref())],
-            &state.sign_in.api_url,
-        ),
-        Err(error) => to_client(
-            state,
-            ClientRefusal::to(&authorization, "temporarily_unavailable", error.message),
-        ),
-    }
+/// Sends the browser back to the client with its code.
+fn code_to_client(state: &AppState, code: &CodeForClient) -> HttpResponse {
+    authorization_response(
+        &code.redirect_uri,
+        &[("code", Some(&code.code)), ("state", code.state.as_deref())],
+        &state.sign_in.api_url,
+    )
 }
 
 #[utoipa::path(
@@ -294,38 +205,15 @@ pub async fn allow(
         return cross_site.error_response();
     }
     let ip = client_ip(&req, &state.trusted_proxies);
-    let now = state.clock.now();
     let lang = Lang::from_query(form.lang.as_deref());
-    let PendingConsent { authorization, login } = match state.sign_in.take_consent(&form.consent, &ip, now).await {
-        Ok(pending) => pending,
-        Err(error) => return refused_here(&req, lang, error),
-    };
-    let unavailable = |error: ApiError| {
-        to_client(
-            &state,
-            ClientRefusal::to(&authorization, "temporarily_unavailable", error.message),
-        )
-    };
-    let person = match person_for(&state, &authorization.db, &login).await {
-        Ok(Some(person)) => person,
-        Ok(None) => {
-            let refusal = ClientRefusal::to(
-                &authorization,
-                "access_denied",
-                "This login is no person in the database",
-            );
-            return to_client(&state, refusal);
-        }
-        Err(error) => return unavailable(error),
-    };
-    let remembered = match state.pool.get().await {
-        Ok(mut conn) => consent::remember(&mut conn, &authorization, &person, now).await,
-        Err(error) => Err(error.into()),
-    };
-    if let Err(error) = remembered {
-        return unavailable(error);
+    let allowed = state
+        .sign_in
+        .allow(&state.pool, &state.writers, &form.consent, &ip, state.clock.now())
+        .await;
+    match allowed {
+        Ok(code) => code_to_client(&state, &code),
+        Err(refusal) => refused(&state, &req, lang, refusal),
     }
-    code_to_client(&state, authorization, &login, person, now).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -344,21 +232,6 @@ pub struct DenyQuery {
 )]
 pub async fn deny(state: web::Data<AppState>, req: HttpRequest, query: web::Query<DenyQuery>) -> HttpResponse {
     let ip = client_ip(&req, &state.trusted_proxies);
-    match state.sign_in.take_consent(&query.consent, &ip, state.clock.now()).await {
-        Ok(pending) => {
-            let refusal = ClientRefusal::to(&pending.authorization, "access_denied", "The person denied access");
-            to_client(&state, refusal)
-        }
-        Err(error) => refused_here(&req, Lang::En, error),
-    }
-}
-
-/// The login's person in `db`: the one holding it, else one made where
-/// the database's `add_user` says (with no connection held meanwhile).
-async fn person_for(state: &AppState, db: &str, login: &crate::auth::login::Login) -> Result<Option<String>, ApiError> {
-    let mut accounts = accounts::accounts_of(&mut *state.pool.get().await?, &login.sub()).await?;
-    if let Some(person) = accounts.remove(db) {
-        return Ok(Some(person));
-    }
-    accounts::add_user(&state.pool, &state.writers, db, login).await
+    let refusal = state.sign_in.deny(&query.consent, &ip, state.clock.now()).await;
+    refused(&state, &req, Lang::En, refusal)
 }

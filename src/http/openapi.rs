@@ -2,8 +2,6 @@
 //! handlers' annotations and the types they answer with (`super::views`),
 //! and the docs page rendering it (`GET /docs`).
 
-use std::sync::OnceLock;
-
 use actix_web::http::header::ContentType;
 use actix_web::{HttpResponse, web};
 use serde_json::json;
@@ -16,10 +14,6 @@ use super::views::entities::Entity;
 use super::views::responses::error_response;
 use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
 use super::views::writes::{Counter, DateInput, NewValue};
-use super::{
-    app_passkey, auth, duplicate_activity, entity, files, health, list, mcp, metrics, new_db, oauth, oauth_client,
-    passkey, property, sign_in, usage,
-};
 use crate::error::{ApiError, ErrorBody};
 
 #[derive(OpenApi)]
@@ -28,61 +22,6 @@ use crate::error::{ApiError, ErrorBody};
         Reads need no token (anonymous callers see public entities only); writes need an access token, \
         obtained by exchanging an API key, or the session token of a sign-in (`GET /api/auth/{provider}`), at `GET /api/auth`. \
         A trailing `/` on an `/api/...` path is ignored."),
-    paths(
-        health::about,
-        health::health,
-        health::ready,
-        document,
-        docs_page,
-        docs_asset,
-        auth::authenticate,
-        auth::refresh,
-        sign_in::choose,
-        sign_in::invitation_page,
-        sign_in::accept_invitation,
-        oauth_client::metadata,
-        oauth_client::register,
-        oauth::authorize,
-        oauth::complete,
-        oauth::allow,
-        oauth::deny,
-        oauth_client::token,
-        passkey::register_page,
-        passkey::script,
-        passkey::register_options,
-        passkey::register_finish,
-        passkey::sign_in_options,
-        passkey::sign_in_finish,
-        app_passkey::sign_in,
-        auth::passkey_sign_in,
-        sign_in::start,
-        sign_in::send_link,
-        new_db::available,
-        new_db::create,
-        new_db::create_by_put,
-        usage::read,
-        app_passkey::register_options,
-        app_passkey::register,
-        list::list,
-        metrics::read,
-        entity::create,
-        entity::read,
-        entity::add_values,
-        entity::delete,
-        entity::history,
-        entity::aggregate,
-        duplicate_activity::duplicate,
-        duplicate_activity::activity,
-        files::entity_thumbnail,
-        property::read,
-        property::delete,
-        files::property_thumbnail,
-        files::storage_put,
-        files::storage_get,
-        mcp::post,
-        mcp::stream,
-        mcp::protected_resource,
-    ),
     components(schemas(
         ErrorBody,
         PropertyValue,
@@ -94,7 +33,6 @@ use crate::error::{ApiError, ErrorBody};
         DateInput,
         Entity,
     )),
-    modifiers(&Security, &RateLimited, &Challenged),
     tags(
         (name = "service", description = "Identity, liveness and this documentation"),
         (name = "auth", description = "Signing in and access tokens"),
@@ -109,15 +47,20 @@ use crate::error::{ApiError, ErrorBody};
 )]
 struct ApiDoc;
 
-/// The document as served, built once.
-pub fn document_json() -> &'static str {
-    static JSON: OnceLock<String> = OnceLock::new();
-    JSON.get_or_init(|| {
-        ApiDoc::openapi()
-            .to_pretty_json()
-            .expect("the OpenAPI document serializes")
-    })
+/// The document as served: `operations` (every route's, from the endpoint
+/// table) under the service's description, schemas and tags, with the
+/// security schemes and the responses every route shares.
+pub fn document_of(operations: utoipa::openapi::OpenApi) -> String {
+    let mut document = ApiDoc::openapi();
+    document.merge(operations);
+    for modifier in [&Security as &dyn Modify, &RateLimited, &Challenged] {
+        modifier.modify(&mut document);
+    }
+    document.to_pretty_json().expect("the OpenAPI document serializes")
 }
+
+/// The document's JSON, which the router registers for [`document`] to serve.
+pub struct ServedDocument(pub &'static str);
 
 /// `GET /api/openapi.json`.
 #[utoipa::path(
@@ -131,10 +74,8 @@ pub fn document_json() -> &'static str {
          example = json!({"openapi": "3.1.0", "info": {"title": "eds", "version": "0.1.0"}, "paths": {}})),
     )
 )]
-pub async fn document() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type(ContentType::json())
-        .body(document_json())
+pub async fn document(served: web::Data<ServedDocument>) -> HttpResponse {
+    HttpResponse::Ok().content_type(ContentType::json()).body(served.0)
 }
 
 /// The docs page and the renderer's files, embedded so the binary serves
@@ -193,7 +134,7 @@ pub async fn docs_asset(file: web::Path<String>) -> Result<HttpResponse, ApiErro
     let (_, content_type, bytes) = DOCS_ASSETS
         .iter()
         .find(|(name, _, _)| *name == file.as_str())
-        .ok_or_else(super::not_found)?;
+        .ok_or_else(ApiError::route_not_found)?;
     Ok(HttpResponse::Ok()
         .content_type(*content_type)
         .insert_header(("Cache-Control", "public, max-age=3600"))

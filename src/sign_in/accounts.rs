@@ -1,43 +1,117 @@
-//! The databases a token's login reaches, and the person it is in each.
+//! The databases a token's login reaches, the person it is in each, and
+//! where a sign-in lands.
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
 use diesel_async::AsyncPgConnection;
 
+use super::invite::{self, Accepted};
 use crate::actors::db_writer::Writers;
-use crate::auth::login::{Login, identity_of};
+use crate::auth::jwt::JwtKeys;
+use crate::auth::login::Login;
+use crate::auth::subject::Subject;
 use crate::db::sign_in::AddUserTarget;
-use crate::db::{Pool, sign_in, values};
+use crate::db::{Pool, databases, sign_in, values};
 use crate::error::{ApiError, ErrorCode};
+use crate::metrics;
 use crate::model::ids::new_id;
 use crate::write::{WriteOp, WriteRequest};
 
-/// The login an API key stands for, as the token's `sub` names it.
-pub fn api_key_login(db: &str, value_id: &str) -> String {
-    format!("api_key:{db}:{value_id}")
-}
-
-/// The database and value id of the API key a token's `sub` names, if it names one.
-pub fn api_key_of(sub: &str) -> Option<(&str, &str)> {
-    sub.strip_prefix("api_key:")?.split_once(':')
-}
-
-/// The databases login `sub` reaches now, with its person in each: an API
+/// The databases `subject` reaches now, with its person in each: an API
 /// key reaches its entity's database while the key and the entity live; a
 /// provider login, every database where a live person holds it.
-pub async fn accounts_of(conn: &mut AsyncPgConnection, sub: &str) -> Result<BTreeMap<String, String>, ApiError> {
+pub async fn accounts_of(
+    conn: &mut AsyncPgConnection,
+    subject: &Subject,
+) -> Result<BTreeMap<String, String>, ApiError> {
     let mut accounts = BTreeMap::new();
-    if let Some((db, value_id)) = api_key_of(sub) {
-        if let Some(key) = values::find_value(conn, db, value_id).await?
-            && key.deleted_at.is_none()
-            && values::entity_exists(conn, db, &key.entity_id).await?
-        {
-            accounts.insert(db.to_owned(), key.entity_id);
+    match subject {
+        Subject::ApiKey { db, value_id } => {
+            if let Some(key) = values::find_value(conn, db, value_id).await?
+                && key.deleted_at.is_none()
+                && values::entity_exists(conn, db, &key.entity_id).await?
+            {
+                accounts.insert(db.clone(), key.entity_id);
+            }
         }
-    } else if let Some(identity) = identity_of(sub) {
-        accounts.extend(sign_in::persons_of_login(conn, identity).await?);
+        Subject::Login { .. } => {
+            let identity = subject.login_identity().unwrap_or_default();
+            accounts.extend(sign_in::persons_of_login(conn, &identity).await?);
+        }
+        Subject::Invite { .. } => {}
     }
     Ok(accounts)
+}
+
+/// The databases a token's `sub` reaches now: none when it names no subject.
+pub async fn accounts_of_sub(conn: &mut AsyncPgConnection, sub: &str) -> Result<BTreeMap<String, String>, ApiError> {
+    match sub.parse::<Subject>() {
+        Ok(subject) => accounts_of(conn, &subject).await,
+        Err(_) => Ok(BTreeMap::new()),
+    }
+}
+
+/// Where a provider login signs in, and what reads and writes that.
+pub struct SignInTo<'a> {
+    pub pool: &'a Pool,
+    pub writers: &'a Writers,
+    pub jwt: &'a JwtKeys,
+    pub now: DateTime<Utc>,
+}
+
+/// The databases a sign-in reaches, with the login's person in each;
+/// `conflict`: the login is another person where the invitation led.
+pub struct SignedIn {
+    pub accounts: BTreeMap<String, String>,
+    pub conflict: bool,
+}
+
+impl SignInTo<'_> {
+    /// The databases `login` signs in to: with `invite`, the invited person
+    /// only (accepting it); with `wanted`, that database only, a person made
+    /// there where its `add_user` says if the login is none yet (401 `No
+    /// accessible accounts` when neither is so); else every database where a
+    /// person holds the login.
+    pub async fn sign_in_to(
+        &self,
+        login: &Login,
+        wanted: Option<&str>,
+        invite: Option<&str>,
+    ) -> Result<SignedIn, ApiError> {
+        // no connection is held while a write waits for its turn
+        let mut accounts = accounts_of(&mut *self.pool.get().await?, &login.subject()).await?;
+        let mut conflict = false;
+        if let Some(token) = invite {
+            match invite::accept(self.pool, self.writers, self.jwt, token, wanted, login, self.now).await? {
+                Accepted::Person { db, person } => accounts = invite::accounts(db, person),
+                Accepted::Conflict => conflict = true,
+            }
+        } else if let Some(wanted) = wanted {
+            accounts.retain(|db, _| db == wanted);
+            if accounts.is_empty()
+                && databases::exists(&mut *self.pool.get().await?, wanted).await?
+                && let Some(person) = add_user(self.pool, self.writers, wanted, login).await?
+            {
+                accounts.insert(wanted.to_owned(), person);
+            }
+            if accounts.is_empty() {
+                metrics::token_refused("login", "no_accounts");
+                return Err(ApiError::unauthorized("No accessible accounts"));
+            }
+        }
+        Ok(SignedIn { accounts, conflict })
+    }
+}
+
+/// The login's person in `db`: the one holding it, else one made where
+/// the database's `add_user` says (with no connection held meanwhile).
+pub async fn person_for(pool: &Pool, writers: &Writers, db: &str, login: &Login) -> Result<Option<String>, ApiError> {
+    let mut accounts = accounts_of(&mut *pool.get().await?, &login.subject()).await?;
+    if let Some(person) = accounts.remove(db) {
+        return Ok(Some(person));
+    }
+    add_user(pool, writers, db, login).await
 }
 
 /// A person for `login` in `db`, which it is not yet in, when the database

@@ -5,10 +5,9 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use sha2::{Digest, Sha256};
 
 use super::Lang;
-use super::oauth::Authorization;
+use super::oauth::{Authorization, digest};
 use crate::auth::login::PROVIDERS;
 use crate::auth::oauth::{Client, resource_database};
 use crate::error::{ApiError, ErrorCode};
@@ -80,12 +79,6 @@ impl ClientRefusal {
             state: authorization.state.clone(),
         }
     }
-}
-
-/// The SHA-256 of `text`, hex: what a pending authorization keeps of the
-/// client id and the resource, which are compared, never shown.
-pub fn digest(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
 }
 
 /// Checks an authorization request: the client and redirect URI first (a

@@ -4,7 +4,7 @@
 //! - `mod.rs`: session tokens, the end of every provider's flow;
 //! - `email.rs`: the e-mail provider's single-use links;
 //! - `forms.rs`: the pages' forms are posted from those pages only;
-//! - `accounts.rs`: the databases and persons a login reaches;
+//! - `accounts.rs`: the databases and persons a login reaches, and where a sign-in lands;
 //! - `invite.rs`: invitations, mailed and accepted;
 //! - `confirm_invite.rs`: an invitation a sign-in carries waits for the person's yes;
 //! - `oidc.rs`: OpenID Connect providers (Google, Apple, eID brokers);
@@ -12,16 +12,22 @@
 //! - `app_passkey.rs`: the JSON passkey ceremony apps run;
 //! - `oauth.rs`: the OAuth server's authorization requests and codes;
 //! - `authorize.rs`: the checks of an authorization request (pure);
-//! - `consent.rs`: the person's consent to an OAuth client, asked and remembered.
+//! - `authorize_request.rs`: an authorization request, checked, to its sign-in;
+//! - `login_checks.rs`: whether an accepted token's login still stands;
+//! - `consent.rs`: the person's consent to an OAuth client, asked and remembered;
+//! - `consent_flow.rs`: an authorization after its sign-in, to a code or a refusal.
 
 pub mod accounts;
 pub mod app_passkey;
 pub mod authorize;
+pub mod authorize_request;
 pub mod confirm_invite;
 pub mod consent;
+pub mod consent_flow;
 pub mod email;
 pub mod forms;
 pub mod invite;
+pub mod login_checks;
 pub mod oauth;
 pub mod oidc;
 pub mod passkey;

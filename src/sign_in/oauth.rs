@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
-use super::authorize::digest;
 use super::{SignIn, random_token, state_id};
 use crate::auth::jwt::{Claims, JwtKeys};
 use crate::auth::login::Login;
@@ -59,6 +59,12 @@ pub struct Redemption<'a> {
     pub code_verifier: &'a str,
     pub client_id: Option<&'a str>,
     pub resource: Option<&'a str>,
+}
+
+/// The SHA-256 of `text`, hex: what a pending authorization keeps of the
+/// client id and the resource, which are compared, never shown.
+pub fn digest(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
 }
 
 fn invalid_grant(why: &'static str) -> ApiError {
