@@ -10,7 +10,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use crate::auth::api_key;
 use crate::auth::login::Login;
 use crate::db::Pool;
-use crate::db::prepared::Prepared;
+pub use crate::db::generation::{begin_writes, bump_generation, generation};
 use crate::db::schema::databases;
 use crate::db::seed::{Owner, seed};
 use crate::error::{ApiError, ErrorCode};
@@ -60,60 +60,6 @@ pub async fn exists(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<boo
     diesel::select(diesel::dsl::exists(databases::table.filter(databases::name.eq(name))))
         .get_result(conn)
         .await
-}
-
-/// Database `name`'s generation (changed by every committed transaction that
-/// changes its entities), or `None` when there is no such database.
-pub async fn generation(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<Option<i64>> {
-    databases::table
-        .filter(databases::name.eq(name))
-        .select(databases::generation)
-        .first(conn)
-        .await
-        .optional()
-}
-
-#[derive(QueryableByName)]
-struct Generation {
-    #[diesel(sql_type = BigInt)]
-    generation: i64,
-}
-
-/// Begins a writer's transaction on database `name`: takes the database's
-/// write lock (the writers of every process take turns), tells the
-/// generation trigger that this transaction bumps the generation itself
-/// ([`bump_generation`], last), and answers the generation the lock found.
-/// The three statements go out together, one round trip; PostgreSQL runs
-/// them in order, so the generation is read once the lock is held.
-pub async fn begin_writes(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<i64> {
-    let lock = Prepared::kept(
-        diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-            .bind::<Text, _>(format!("writes/{name}")),
-    )
-    .execute(conn);
-    let announce = Prepared::kept(diesel::sql_query(
-        "SELECT set_config('eds.bumps_generation', 'on', true)",
-    ))
-    .execute(conn);
-    let read =
-        Prepared::kept(diesel::sql_query("SELECT generation FROM databases WHERE name = $1").bind::<Text, _>(name))
-            .get_result::<Generation>(conn);
-    let (_, _, found) = futures_util::try_join!(lock, announce, read)?;
-    Ok(found.generation)
-}
-
-/// Bumps database `name`'s generation for a writer's transaction begun with
-/// [`begin_writes`], as its last statement: the row lock on `databases` is
-/// then the last lock it takes, as with the trigger, so writers holding
-/// other locks cannot deadlock on it. Answers the new generation.
-pub async fn bump_generation(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<i64> {
-    let bumped: Generation = Prepared::kept(
-        diesel::sql_query("UPDATE databases SET generation = generation + 1 WHERE name = $1 RETURNING generation")
-            .bind::<Text, _>(name),
-    )
-    .get_result(conn)
-    .await?;
-    Ok(bumped.generation)
 }
 
 /// Database `name`'s own entity: the `database` entity seeded with it (or

@@ -7,6 +7,7 @@ pub mod databases;
 pub mod export;
 pub mod formula_queue;
 pub mod formulas;
+pub mod generation;
 pub mod idempotency;
 pub mod local_cluster;
 pub mod prepared;

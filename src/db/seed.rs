@@ -11,10 +11,10 @@ use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
 use crate::auth::login::Login;
-use crate::db::databases::{begin_writes, bump_generation};
+use crate::db::generation::{begin_writes, bump_generation};
 use crate::db::schema::databases;
 use crate::db::values::ValueRecord;
-use crate::db::{Pool, projection, sign_in, values};
+use crate::db::{Pool, projection, values};
 use crate::error::{ApiError, ErrorCode};
 use crate::model::ids::new_id;
 use crate::model::{API_KEY_PROPERTY, ENTITY_TYPE, PROPERTY_TYPE};
@@ -136,7 +136,7 @@ pub(super) async fn seed(conn: &mut AsyncPgConnection, name: &str, owner: Owner<
         seed.rows.push(key_row);
     }
     if let Some(login) = owner.login {
-        seed.rows.push(sign_in::login_value(name, &owner_id, login, seed.now));
+        seed.rows.push(values::login_value(name, &owner_id, login, seed.now));
     }
 
     seed.store(conn).await?;

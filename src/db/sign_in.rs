@@ -8,12 +8,11 @@ use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
-use crate::auth::login::{Login, PASSKEY_PROVIDER, StoredPasskey};
+use crate::auth::login::{PASSKEY_PROVIDER, StoredPasskey};
 use crate::db::databases;
 use crate::db::schema::sign_in_states;
-use crate::db::values::{self, ValueRecord};
+use crate::db::values;
 use crate::model::LOGIN_PROPERTY;
-use crate::model::ids::new_id;
 use crate::model::stored::ValueRow;
 use crate::rights::places_new_persons;
 
@@ -165,25 +164,6 @@ pub async fn persons_of_login(conn: &mut AsyncPgConnection, identity: &str) -> Q
         .into_iter()
         .map(|person| (person.db, person.entity_id))
         .collect())
-}
-
-/// The `service_user` value holding `login` on `entity_id`, created by that
-/// person: it shows the login's e-mail (or id, or a passkey's device) and
-/// provider, is found by its identity, and keeps a passkey's credential.
-pub fn login_value(db: &str, entity_id: &str, login: &Login, now: DateTime<Utc>) -> ValueRecord {
-    ValueRecord {
-        secret: login.passkey.as_ref().map(|passkey| passkey.credential.to_string()),
-        db: db.to_owned(),
-        id: new_id(),
-        entity_id: entity_id.to_owned(),
-        prop: LOGIN_PROPERTY.to_owned(),
-        string: Some(login.shown().to_owned()),
-        secret_lookup: Some(login.identity()),
-        login_provider: Some(login.provider.clone()),
-        created_at: now,
-        created_by: Some(entity_id.to_owned()),
-        ..ValueRecord::default()
-    }
 }
 
 /// The passkeys stored under credential id `credential_id` (base64url), by

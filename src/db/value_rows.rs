@@ -9,9 +9,31 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Date, Double, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
+use crate::auth::login::Login;
 use crate::db::prepared::Prepared;
 use crate::db::schema::property_values;
+use crate::model::LOGIN_PROPERTY;
+use crate::model::ids::new_id;
 use crate::model::stored::ValueRow;
+
+/// The `service_user` value holding `login` on `entity_id`, created by that
+/// person: it shows the login's e-mail (or id, or a passkey's device) and
+/// provider, is found by its identity, and keeps a passkey's credential.
+pub fn login_value(db: &str, entity_id: &str, login: &Login, now: DateTime<Utc>) -> ValueRecord {
+    ValueRecord {
+        secret: login.passkey.as_ref().map(|passkey| passkey.credential.to_string()),
+        db: db.to_owned(),
+        id: new_id(),
+        entity_id: entity_id.to_owned(),
+        prop: LOGIN_PROPERTY.to_owned(),
+        string: Some(login.shown().to_owned()),
+        secret_lookup: Some(login.identity()),
+        login_provider: Some(login.provider.clone()),
+        created_at: now,
+        created_by: Some(entity_id.to_owned()),
+        ..ValueRecord::default()
+    }
+}
 
 /// Every column of a value row: what a write inserts (live), and what an
 /// export reads and an import inserts (live or deleted).

@@ -1,21 +1,17 @@
-//! The transaction around a batch of writes: one commit for all, a savepoint
-//! per write when one of them is refused, and what the writes of one
-//! transaction learn and may reuse.
-
-use std::collections::HashSet;
+//! The transaction around a batch of writes: one commit for all, and a
+//! savepoint per write when one of them is refused.
 
 use chrono::{DateTime, Utc};
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection};
 use tracing::{Instrument, Span};
 
-use super::counters::CounterCache;
+use super::cache::{TransactionCache, WriterCache};
 use super::{
     WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete, duplicate, idempotency, login,
 };
 use crate::auth::api_key::GeneratedKey;
-use crate::db::databases;
-use crate::db::projection::{PendingCreates, TypeCache};
+use crate::db::generation;
 use crate::error::{ApiError, ErrorCode};
 
 /// How a batch's transaction failed.
@@ -85,7 +81,7 @@ pub(super) async fn run_batch(
     let result = conn
         .transaction(|conn| {
             async move {
-                let found = databases::begin_writes(conn, db).await?;
+                let found = generation::begin_writes(conn, db).await?;
                 let mut cache = TransactionCache::after(earlier, found);
                 let now = Utc::now();
                 let mut outcomes = Vec::with_capacity(batch.len());
@@ -121,7 +117,7 @@ pub(super) async fn run_batch(
                     outcomes.push(outcome);
                 }
                 cache.pending.store(conn, db).await?;
-                let left = databases::bump_generation(conn, db).await?;
+                let left = generation::bump_generation(conn, db).await?;
                 *reached_commit = true;
                 // only this transaction changed entities since `found`: what
                 // it learned stays true after its commit
@@ -138,59 +134,6 @@ pub(super) async fn run_batch(
         }
         Err(error) if committing => Err(Failed::AtCommit(error)),
         Err(error) => Err(Failed::BeforeCommit(error)),
-    }
-}
-
-/// What a database's writer learned in its last committed transaction,
-/// true as long as the database's generation is the one that transaction
-/// left: no transaction since, of this process or another, changed an
-/// entity (every change to an entity bumps it).
-#[derive(Default)]
-pub struct WriterCache {
-    generation: Option<i64>,
-    types: TypeCache,
-    persons: HashSet<String>,
-}
-
-/// Persons a writer remembers at most: beyond, it checks them again.
-const KNOWN_PERSONS: usize = 10_000;
-
-/// What the writes of one transaction learned and may reuse.
-#[derive(Default)]
-pub(super) struct TransactionCache {
-    pub types: TypeCache,
-    /// Actors already found to be persons of the database.
-    pub persons: HashSet<String>,
-    pub counters: CounterCache,
-    /// New entities not stored yet: stored before anything else may read them.
-    pub pending: PendingCreates,
-}
-
-impl TransactionCache {
-    /// Starts from what the writer learned before, when the database is
-    /// still at the generation it left (`found`, read under the write lock).
-    fn after(earlier: WriterCache, found: i64) -> TransactionCache {
-        if earlier.generation != Some(found) {
-            return TransactionCache::default();
-        }
-        TransactionCache {
-            types: earlier.types,
-            persons: earlier.persons,
-            ..TransactionCache::default()
-        }
-    }
-
-    /// What the writer keeps once this transaction committed at `generation`.
-    /// Counters are not kept: numbers are taken rarely, read again cheaply.
-    fn kept(mut self, generation: i64) -> WriterCache {
-        if self.persons.len() > KNOWN_PERSONS {
-            self.persons.clear();
-        }
-        WriterCache {
-            generation: Some(generation),
-            types: self.types,
-            persons: self.persons,
-        }
     }
 }
 

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use diesel_async::AsyncPgConnection;
 
-use super::batch::TransactionCache;
+use super::cache::TransactionCache;
 use super::validate::{self, Target};
 use super::{WriteOutcome, WrittenValue};
 use crate::auth::api_key::GeneratedKey;

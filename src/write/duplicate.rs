@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use diesel_async::AsyncPgConnection;
 
-use super::batch::TransactionCache;
+use super::cache::TransactionCache;
 use super::{WriteOutcome, create};
 use crate::db::projection::TypeInfo;
 use crate::db::values;

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use diesel_async::AsyncPgConnection;
 
-use super::batch::TransactionCache;
+use super::cache::TransactionCache;
 use super::{WriteOutcome, WrittenValue};
 use crate::auth::login::Login;
 use crate::db::projection::{self, NewEntity};
@@ -50,7 +50,7 @@ pub(super) async fn link_login(
     }
     let rows: Vec<ValueRecord> = login
         .iter()
-        .map(|login| sign_in::login_value(db, entity_id, login, now))
+        .map(|login| values::login_value(db, entity_id, login, now))
         .collect();
     values::insert_values(conn, &rows).await?;
     projection::project(conn, &mut cache.types, db, entity_id).await?;
@@ -120,7 +120,7 @@ pub(super) async fn add_user(
             datetime: Some(now),
             ..reference("_created", person_id)
         },
-        sign_in::login_value(db, person_id, login, now),
+        values::login_value(db, person_id, login, now),
     ];
     rows.extend(login.name.as_deref().map(|name| text("name", name)));
     rows.extend(login.email.as_deref().map(|email| text("email", email)));

@@ -2,8 +2,8 @@
 //! transaction. The per-database writer actor runs these in order; the entity
 //! row lock taken first keeps them correct across processes too.
 //!
-//! - `batch.rs`: transactions, group commit, the savepoint retry and the
-//!   per-transaction cache;
+//! - `batch.rs`: transactions, group commit and the savepoint retry;
+//!   `cache.rs`: what one transaction learns, and its writer keeps;
 //! - `create.rs`, `add.rs`, `delete.rs`, `aggregate.rs`, `duplicate.rs`: the
 //!   operations;
 //! - `validate.rs`: values against rights and definitions; `replaced.rs`:
@@ -17,6 +17,7 @@ mod access;
 mod add;
 mod aggregate;
 mod batch;
+mod cache;
 mod counters;
 mod create;
 mod delete;
@@ -40,7 +41,7 @@ use crate::error::ApiError;
 use crate::model::stored::ValueRow;
 use crate::model::value::ValueInput;
 
-pub use batch::WriterCache;
+pub use cache::WriterCache;
 pub use duplicate::Duplication;
 pub use idempotency::IdempotencyKey;
 

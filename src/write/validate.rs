@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use diesel_async::AsyncPgConnection;
 
 use super::access::may_leave_parent;
-use super::batch::TransactionCache;
+use super::cache::TransactionCache;
 use super::keys::MAX_KEYS_PER_WRITE;
 use super::replaced::SINGLE_VALUED;
 use crate::auth::api_key::GeneratedKey;
