@@ -20,6 +20,7 @@ use crate::error::{ApiError, ErrorCode};
 use crate::formula::worker as formula_worker;
 use crate::http::middleware::{challenge, cors, error_body, limits, metrics, request_log, trailing_slash, usage};
 use crate::http::{self, AppState};
+use crate::jobs;
 use crate::mail::Mailer;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
@@ -220,17 +221,8 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
             backoff: Duration::from_millis(settings.actors.formula_retry_ms),
         },
     );
-    // formulas first: they are short, and a type's re-projection queues some
     actix_web::rt::spawn(formula_worker::run(
-        move || {
-            let pool = pool.clone();
-            async move {
-                if db::formula_queue::compute_next_pooled(pool.clone(), retry).await? {
-                    return Ok(true);
-                }
-                db::reprojection_queue::reproject_next_pooled(pool).await
-            }
-        },
+        move || jobs::next(pool.clone(), retry),
         flushed.writers.formulas_due(),
         Duration::from_millis(settings.actors.formula_poll_ms.max(10)),
     ));

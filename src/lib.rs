@@ -10,6 +10,7 @@ pub mod db;
 pub mod error;
 pub mod formula;
 pub mod http;
+pub mod jobs;
 pub mod mail;
 pub mod mcp;
 pub mod metrics;

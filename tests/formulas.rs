@@ -343,7 +343,7 @@ async fn a_write_read_by_more_formulas_than_postgresql_has_bind_parameters_is_an
             tokio::spawn(async move {
                 let mut conn = pool.get().await.unwrap();
                 let retry = eds::db::formula_queue::Retry::default();
-                while eds::db::formula_queue::compute_next(&mut conn, retry).await.unwrap() {}
+                while eds::jobs::formulas::compute_next(&mut conn, retry).await.unwrap() {}
             })
         })
         .collect();

@@ -6,7 +6,6 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
-use crate::db::formula_queue;
 use crate::db::prepared::Prepared;
 use crate::db::projection::{self, TypeCache};
 use crate::db::schema::{databases, entities, property_values};
@@ -148,9 +147,9 @@ pub async fn project_types(
 /// inserted) one by one in `_id` (creation) order, where what an entity
 /// takes from others projected after it (inherited rights, referenced
 /// names, formula inputs) reaches it through the same cascades a write
-/// triggers; then the formulas reading entities projected after them (one
-/// that fails stays queued for the servers' workers to retry). `progress`
-/// hears how many are projected.
+/// triggers; the formulas reading entities projected after them are queued
+/// for the caller to compute (`jobs::formulas`). `progress` hears how many
+/// are projected.
 pub async fn project_each(
     conn: &mut AsyncPgConnection,
     types: &mut TypeCache,
@@ -163,6 +162,5 @@ pub async fn project_each(
         projection::project(conn, types, db, id).await?;
         progress(done + 1);
     }
-    while formula_queue::compute_next(conn, formula_queue::Retry::default()).await? {}
     Ok(())
 }

@@ -1,22 +1,18 @@
 //! The durable queue of entities whose formulas must be computed again: a
 //! write queues the entities that read what it changed, in its own
-//! transaction; [`compute_next`] takes one entity off the queue and
+//! transaction; a job (`jobs::formulas`) takes one entity off the queue and
 //! re-projects it, in one transaction, so a crash loses nothing. Any number of
-//! processes may drain it at once (`FOR UPDATE SKIP LOCKED`). An entry whose
-//! computation fails is retried later and, after [`Retry::attempts`]
+//! processes may take from it at once (`FOR UPDATE SKIP LOCKED`). An entry
+//! whose computation fails is retried later and, after [`Retry::attempts`]
 //! failures, parked: kept, but no longer taken, so it never holds up others.
 
 use std::time::Duration;
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Bool, Integer, Text};
-use diesel_async::scoped_futures::ScopedFutureExt;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
-use crate::db::Pool;
-use crate::db::projection::{self, TypeCache};
 use crate::db::schema::formula_queue;
-use crate::db::values;
 
 /// Formula recomputation passes along a chain of dependents after one write
 /// (the queue's `hops` column counts them): a cycle of formulas that never
@@ -98,81 +94,63 @@ pub async fn forget_parked(conn: &mut AsyncPgConnection, db: &str, id: &str) -> 
     .await
 }
 
-/// Takes the oldest due, unparked entity no one else is computing,
-/// re-projects it and queues what depends on it; answers false when there was
-/// nothing to take. A failed computation is undone and recorded on the
-/// entries (next attempt, or parked) in the same transaction.
-pub async fn compute_next(conn: &mut AsyncPgConnection, retry: Retry) -> QueryResult<bool> {
-    conn.transaction(|conn| {
-        async move {
-            // Losing this commit in a crash loses its dequeue with it: the
-            // entity is simply computed again, so no need to wait for the disk.
-            diesel::sql_query("SET LOCAL synchronous_commit TO OFF")
-                .execute(conn)
-                .await?;
-            let Some((db, entity_id)) = formula_queue::table
-                .filter(formula_queue::parked_at.is_null())
-                .filter(
-                    formula_queue::not_before
-                        .is_null()
-                        .or(formula_queue::not_before.le(diesel::dsl::now)),
-                )
-                .order(formula_queue::id)
-                .select((formula_queue::db, formula_queue::entity_id))
-                .for_update()
-                .skip_locked()
-                .first::<(String, String)>(conn)
-                .await
-                .optional()?
-            else {
-                return Ok(false);
-            };
-            // every entry of that entity at once: one computation serves them
-            // all, parked ones too; locked here, outside the savepoint below,
-            // so they stay ours when it is rolled back
-            let claimed: Vec<(i64, i32)> = formula_queue::table
-                .filter(formula_queue::db.eq(&db))
-                .filter(formula_queue::entity_id.eq(&entity_id))
-                .select((formula_queue::id, formula_queue::hops))
-                .for_update()
-                .skip_locked()
-                .load(conn)
-                .await?;
-            let ids: Vec<i64> = claimed.iter().map(|(id, _)| *id).collect();
-            let pass = claimed.iter().map(|(_, pass)| *pass).min().unwrap_or(0);
-            let (ids, db, entity_id) = (&ids, db.as_str(), entity_id.as_str());
-            let computed = conn
-                .transaction(|conn| {
-                    async move {
-                        diesel::delete(formula_queue::table.filter(formula_queue::id.eq_any(ids)))
-                            .execute(conn)
-                            .await?;
-                        // The only lock held while waiting for the entity's: a
-                        // write never waits for a queue entry, so this cannot
-                        // deadlock with writers.
-                        if values::live_entity(conn, db, entity_id, true).await?.is_some() {
-                            projection::project_after(conn, &mut TypeCache::default(), db, entity_id, pass).await?;
-                        }
-                        QueryResult::Ok(())
-                    }
-                    .scope_boxed()
-                })
-                .await;
-            if let Err(error) = computed {
-                record_failure(conn, db, entity_id, ids, retry, &error).await?;
-            }
-            Ok(true)
-        }
-        .scope_boxed()
-    })
-    .await
+/// The entries of one entity taken off the queue, locked by the caller's
+/// transaction: one computation serves them all.
+pub struct Claimed {
+    pub db: String,
+    pub entity_id: String,
+    pub ids: Vec<i64>,
+    /// The lowest pass of its entries: the computation's own.
+    pub pass: i32,
 }
 
-/// [`compute_next`] on a connection taken from `pool` for it, the error as
-/// text for the worker's log.
-pub async fn compute_next_pooled(pool: Pool, retry: Retry) -> Result<bool, String> {
-    let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-    compute_next(&mut conn, retry).await.map_err(|e| e.to_string())
+/// Takes the oldest due, unparked entity no one else is computing, with
+/// every entry of it (parked ones too), all locked by the caller's
+/// transaction; `None` when there is nothing to take.
+pub async fn take(conn: &mut AsyncPgConnection) -> QueryResult<Option<Claimed>> {
+    // Losing this commit in a crash loses its dequeue with it: the entity is
+    // simply computed again, so no need to wait for the disk.
+    diesel::sql_query("SET LOCAL synchronous_commit TO OFF")
+        .execute(conn)
+        .await?;
+    let Some((db, entity_id)) = formula_queue::table
+        .filter(formula_queue::parked_at.is_null())
+        .filter(
+            formula_queue::not_before
+                .is_null()
+                .or(formula_queue::not_before.le(diesel::dsl::now)),
+        )
+        .order(formula_queue::id)
+        .select((formula_queue::db, formula_queue::entity_id))
+        .for_update()
+        .skip_locked()
+        .first::<(String, String)>(conn)
+        .await
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    let claimed: Vec<(i64, i32)> = formula_queue::table
+        .filter(formula_queue::db.eq(&db))
+        .filter(formula_queue::entity_id.eq(&entity_id))
+        .select((formula_queue::id, formula_queue::hops))
+        .for_update()
+        .skip_locked()
+        .load(conn)
+        .await?;
+    Ok(Some(Claimed {
+        db,
+        entity_id,
+        ids: claimed.iter().map(|(id, _)| *id).collect(),
+        pass: claimed.iter().map(|(_, pass)| *pass).min().unwrap_or(0),
+    }))
+}
+
+/// Removes the entries `ids`, computed.
+pub async fn remove(conn: &mut AsyncPgConnection, ids: &[i64]) -> QueryResult<usize> {
+    diesel::delete(formula_queue::table.filter(formula_queue::id.eq_any(ids)))
+        .execute(conn)
+        .await
 }
 
 #[derive(QueryableByName)]
@@ -183,16 +161,15 @@ struct Failed {
     parked: bool,
 }
 
-/// Counts a failed computation on the unparked entries `ids` of one entity:
+/// Counts a failed computation on the unparked entries of one entity:
 /// each is due again after its backoff, or parked after its last attempt.
-async fn record_failure(
+pub async fn record_failure(
     conn: &mut AsyncPgConnection,
-    db: &str,
-    entity_id: &str,
-    ids: &[i64],
+    claimed: &Claimed,
     retry: Retry,
     error: &diesel::result::Error,
 ) -> QueryResult<()> {
+    let Claimed { db, entity_id, ids, .. } = claimed;
     // the doubling stops at 2^20 backoffs: an interval cannot grow without end
     let failed: Vec<Failed> = diesel::sql_query(
         "UPDATE formula_queue SET attempts = attempts + 1, \

@@ -90,6 +90,22 @@ pub async fn live_entities(conn: &mut AsyncPgConnection, db: &str, ids: &[String
         .await
 }
 
+/// The live ones of entities `ids` that no other transaction holds, in id
+/// order, locked until this transaction ends; those held are left out
+/// rather than waited for.
+pub async fn lock_live_unheld(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<EntityRow>> {
+    entities::table
+        .filter(entities::db.eq(db))
+        .filter(entities::id.eq_any(ids))
+        .filter(entities::deleted_at.is_null())
+        .order(entities::id)
+        .select(EntityRow::as_select())
+        .for_update()
+        .skip_locked()
+        .load(conn)
+        .await
+}
+
 /// Live values of one entity, oldest first.
 pub async fn live_values(conn: &mut AsyncPgConnection, db: &str, entity_id: &str) -> QueryResult<Vec<ValueRow>> {
     property_values::table

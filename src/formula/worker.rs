@@ -2,8 +2,8 @@
 //! for it, in the background: woken by this process's writers, and polling
 //! for work queued by other processes (and for failed entries whose retry is
 //! due). The queues themselves are `db::formula_queue` and
-//! `db::reprojection_queue`; the server hands its step in, so this loop needs
-//! no database of its own.
+//! `db::reprojection_queue`, their jobs `jobs::next`; the server hands that
+//! step in, so this loop needs no database of its own.
 
 use std::future::Future;
 use std::sync::Arc;

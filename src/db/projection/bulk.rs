@@ -9,9 +9,10 @@ use chrono::{DateTime, Utc};
 use diesel::QueryResult;
 use diesel_async::AsyncPgConnection;
 
+use super::one::{name_changes, narrows};
 use super::rebuild::{reads_only_its_type, rebuild};
 use super::store::{self, Stored, update};
-use super::{TypeCache, name_changes, narrows};
+use super::types::TypeCache;
 use crate::db::values::{self, EntityRow};
 use crate::model::projection::Projection;
 use crate::model::stored::ValueRow;

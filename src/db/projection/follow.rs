@@ -8,7 +8,9 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
-use super::{Changes, TypeCache, project_one, reproject_plain};
+use super::bulk::reproject_plain;
+use super::one::{Changes, project_one};
+use super::types::TypeCache;
 use crate::db::reprojection_queue::{self, BATCH, INLINE_MEMBERS};
 use crate::db::schema::{entities, property_values};
 use crate::db::values;

@@ -6,29 +6,27 @@
 
 mod bulk;
 mod follow;
+mod one;
 mod pending;
 mod rebuild;
 mod store;
 mod types;
 
-use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::AsyncPgConnection;
 
 pub use self::bulk::{Followers, Loaded, insert_plain, reproject_plain};
 use self::follow::follow;
 pub use self::follow::referrers;
+pub use self::one::NewEntity;
+use self::one::{Changes, project_one};
 pub use self::pending::PendingCreates;
 pub use self::rebuild::rebuild;
-use self::store::Stored;
 pub use self::types::{TypeCache, TypeInfo};
 use crate::db::formulas;
-use crate::db::values::{self, EntityRow};
-use crate::model::definition::PropertyDefinition;
-use crate::model::projection::{Projection, references_in};
-use crate::model::stored::ValueRow;
+use crate::db::values::EntityRow;
+use crate::model::projection::references_in;
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
-use crate::rights::{RightsLists, Visibility};
 
 /// Re-projects entity `id` and what must follow it at once: inheriting
 /// descendants when its effective rights change, referrers when its name or
@@ -40,15 +38,6 @@ use crate::rights::{RightsLists, Visibility};
 /// Answers how many entities it queued.
 pub async fn project(conn: &mut AsyncPgConnection, types: &mut TypeCache, db: &str, id: &str) -> QueryResult<usize> {
     project_from(conn, types, db, id, None, 0).await
-}
-
-/// An entity being created: its row is inserted with its projection, which
-/// is built from `rows`, the values about to be written.
-pub struct NewEntity {
-    pub id: String,
-    pub created_at: DateTime<Utc>,
-    pub created_by: String,
-    pub rows: Vec<ValueRow>,
 }
 
 /// As [`project`], for an entity created in this transaction: it is inserted
@@ -120,144 +109,4 @@ async fn project_from(
 ) -> QueryResult<usize> {
     let changes = project_one(conn, types, db, id, new_entity).await?;
     follow(conn, types, db, id, changes, hops).await
-}
-
-/// What changed in one re-projection that others depend on.
-struct Changes {
-    /// Entities whose formulas read this one.
-    dependents: Vec<String>,
-    /// Its effective rights lists.
-    rights: bool,
-    /// Its name, or who may read it.
-    name: bool,
-    /// Fewer may read it, or some of its properties.
-    narrowed: bool,
-    types_to_reproject: Vec<String>,
-    /// Whether the entities of those types may show less to someone.
-    types_narrowed: bool,
-}
-
-/// Rebuilds one entity's projection, or makes the first of a new entity.
-async fn project_one(
-    conn: &mut AsyncPgConnection,
-    types: &mut TypeCache,
-    db: &str,
-    id: &str,
-    new_entity: Option<NewEntity>,
-) -> QueryResult<Changes> {
-    let is_new = new_entity.is_some();
-    let (created, rows, previous) = match new_entity {
-        Some(entity) => (Some((entity.created_at, entity.created_by)), entity.rows, None),
-        None => (
-            None,
-            values::live_values(conn, db, id).await?,
-            values::live_entity(conn, db, id, false).await?,
-        ),
-    };
-    let (projection, lists) = rebuild(conn, types, db, id, &rows).await?;
-    let stored = Stored::new(id, &projection, &lists);
-    match &created {
-        Some((created_at, created_by)) => {
-            store::insert(conn, db, &[stored.created(*created_at, Some(created_by))]).await?
-        }
-        None => store::update(conn, db, &[stored]).await?,
-    }
-    let mut types_to_reproject = Vec::new();
-    let mut types_narrowed = false;
-    let doc_changed = previous.as_ref().is_none_or(|row| row.doc != projection.doc);
-    let is_definition = is_a_definition(conn, types, db, projection.type_id.as_deref()).await?;
-    let was_definition = match previous.as_ref().map(|row| row.type_id.as_deref()) {
-        Some(before) if before != projection.type_id.as_deref() => is_a_definition(conn, types, db, before).await?,
-        Some(_) => is_definition,
-        None => false,
-    };
-    if doc_changed && (is_definition || was_definition) {
-        // a definition: its types' entities show and index values by it
-        let mut parents = projection.parent_ids.clone();
-        if let Some(row) = &previous {
-            parents.extend(row.parent_ids.iter().cloned());
-        }
-        types_to_reproject.extend(parents);
-        // a new definition only shows what was private; one that is no
-        // longer a definition leaves its property private
-        types_narrowed = previous
-            .as_ref()
-            .is_some_and(|row| (was_definition && !is_definition) || definition_narrows(row, &projection));
-    } else if let Some(row) = previous.as_ref().filter(|row| row.sharing() != projection.sharing) {
-        // a type's sharing caps its definitions' (a no-op for other entities)
-        types_to_reproject.push(id.to_owned());
-        types_narrowed = projection.sharing < row.sharing();
-    }
-    let mut near = projection.parent_ids.clone();
-    near.extend(
-        rows.iter()
-            .filter(|row| !row.prop.starts_with('_'))
-            .filter_map(|row| row.reference.clone()),
-    );
-    let rights = previous.as_ref().map(EntityRow::lists).as_ref() != Some(&lists);
-    let name = previous
-        .as_ref()
-        .is_some_and(|row| name_changes(row, &projection, &lists));
-    let narrowed = previous.as_ref().is_some_and(|row| narrows(row, &projection, &lists));
-    // a new entity has no referrers: only what it names can depend on it
-    let dependents = if doc_changed && !(is_new && near.is_empty()) {
-        formulas::dependents(conn, db, &[id.to_owned()], near).await?
-    } else {
-        Vec::new()
-    };
-    Ok(Changes {
-        dependents,
-        // nothing inherits from a new entity yet
-        rights: !is_new && rights,
-        name,
-        narrowed,
-        types_to_reproject,
-        types_narrowed,
-    })
-}
-
-/// Whether an entity of type `type_id` is a property definition.
-async fn is_a_definition(
-    conn: &mut AsyncPgConnection,
-    types: &mut TypeCache,
-    db: &str,
-    type_id: Option<&str>,
-) -> QueryResult<bool> {
-    Ok(match type_id {
-        Some(type_id) => types.get(conn, db, type_id).await?.name.as_deref() == Some(PROPERTY_TYPE),
-        None => false,
-    })
-}
-
-/// Whether a definition's change may show less of its types' entities to
-/// someone: its property shown in a narrower view, or under another name or
-/// for other types (the old ones' property then has no definition, so it is
-/// private).
-fn definition_narrows(before: &EntityRow, after: &Projection) -> bool {
-    before.name != after.name
-        || before.parent_ids != after.parent_ids
-        || PropertyDefinition::from_doc(&after.doc).sharing < PropertyDefinition::from_doc(&before.doc).sharing
-}
-
-/// Whether the new projection changes the entity's name, or who may read it
-/// (its referrers' search text holds the name where they may).
-fn name_changes(before: &EntityRow, after: &Projection, lists: &RightsLists) -> bool {
-    let now_visible = Visibility {
-        sharing: after.sharing,
-        lists: lists.clone(),
-        public_props: &after.public_props,
-        domain_props: &after.domain_props,
-    };
-    before.name != after.name || before.visibility().audience("name") != now_visible.audience("name")
-}
-
-/// Whether the new projection lets fewer read the entity, or some of its
-/// properties, than its stored row did.
-fn narrows(before: &EntityRow, after: &Projection, lists: &RightsLists) -> bool {
-    let kept = |old: &[String], new: &[String]| old.iter().all(|item| new.contains(item));
-    after.sharing < before.sharing()
-        || !before.viewers.iter().all(|person| lists.viewers.contains(person))
-        || !lists.noaccess.iter().all(|person| before.noaccess.contains(person))
-        || !kept(&before.public_props, &after.public_props)
-        || !kept(&before.domain_props, &after.domain_props)
 }
