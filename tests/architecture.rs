@@ -52,26 +52,23 @@ impl Source {
     /// Every `crate::…` path the code names (use trees expanded), plus
     /// `super::…` paths resolved against the module, as module paths.
     fn imports(&self) -> BTreeSet<Vec<String>> {
-        let mut found = BTreeSet::new();
-        for (prefix, base) in [("crate::", Vec::new()), ("super::", self.parent())] {
-            let mut rest = self.code.as_str();
-            while let Some(at) = rest.find(prefix) {
-                let preceded_by_ident = rest[..at]
-                    .chars()
-                    .next_back()
-                    .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
-                rest = &rest[at + prefix.len()..];
-                if preceded_by_ident {
-                    continue;
-                }
-                for path in expand_use_tree(rest) {
-                    let mut full = base.clone();
-                    full.extend(path);
-                    found.insert(full);
-                }
-            }
+        paths_in(&self.code, &[("crate::", Vec::new()), ("super::", self.parent())])
+    }
+
+    /// [`Source::imports`], and the `self::…` paths by which a module uses
+    /// its own children; none of its re-exports (`pub use …;`), which only
+    /// name an item for others.
+    fn file_imports(&self) -> BTreeSet<Vec<String>> {
+        let mut code = self.code.clone();
+        for statement in self.re_export_statements() {
+            code = code.replacen(statement, "", 1);
         }
-        found
+        let prefixes = [
+            ("crate::", Vec::new()),
+            ("super::", self.parent()),
+            ("self::", self.module.clone()),
+        ];
+        paths_in(&code, &prefixes)
     }
 
     /// The module `super` names: the parent of a file module, or of the
@@ -82,9 +79,69 @@ impl Source {
         parent
     }
 
+    /// The items this module re-exports (`pub use child::Item;`, `pub use
+    /// self::child::{A, B}`), as `module::Item` → `module::child::Item`.
+    fn re_exports(&self) -> Vec<(Vec<String>, Vec<String>)> {
+        let mut found = Vec::new();
+        for statement in self.re_export_statements() {
+            for path in expand_use_tree(&statement["pub use ".len()..]) {
+                let mut target = match path.first().map(String::as_str) {
+                    Some("crate") => Vec::new(),
+                    Some("super") => self.parent(),
+                    _ => self.module.clone(),
+                };
+                target.extend(path.into_iter().skip_while(|part| part == "crate" || part == "super"));
+                if let Some(item) = target.last() {
+                    let mut alias = self.module.clone();
+                    alias.push(item.clone());
+                    found.push((alias, target));
+                }
+            }
+        }
+        found
+    }
+
+    /// The `pub use …;` statements of the code, each up to its semicolon.
+    fn re_export_statements(&self) -> Vec<&str> {
+        self.code
+            .match_indices("pub use ")
+            .map(|(at, _)| {
+                let end = self.code[at..]
+                    .find(';')
+                    .map_or(self.code.len(), |semicolon| at + semicolon + 1);
+                &self.code[at..end]
+            })
+            .collect()
+    }
+
     fn lines(&self) -> usize {
         self.code.lines().count()
     }
+}
+
+/// Every path `code` names after one of the `prefixes` (use trees
+/// expanded), each joined to the module path its prefix stands for.
+fn paths_in(code: &str, prefixes: &[(&str, Vec<String>)]) -> BTreeSet<Vec<String>> {
+    let mut found = BTreeSet::new();
+    for (prefix, base) in prefixes {
+        let mut rest = code;
+        while let Some(at) = rest.find(prefix) {
+            let preceded_by_ident = rest[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+            rest = &rest[at + prefix.len()..];
+            if preceded_by_ident {
+                continue;
+            }
+            for path in expand_use_tree(rest) {
+                let mut full = base.clone();
+                full.extend(path);
+                found.insert(full);
+            }
+        }
+    }
+    found
 }
 
 /// The paths a use tree (or a plain path) at the start of `text` names:
@@ -200,6 +257,73 @@ fn offenders(applies: impl Fn(&Source) -> bool, forbidden: &[&str]) -> Vec<Strin
 fn no_module_below_http_imports_http() {
     let below = |source: &Source| source.top() != "http" && !ENTRY_POINTS.contains(&source.top());
     assert_eq!(offenders(below, &["http"]), Vec::<String>::new());
+}
+
+#[test]
+fn no_import_circle_between_files_even_inside_a_folder() {
+    let graph = file_graph(&sources());
+    let circles: BTreeSet<String> = graph
+        .keys()
+        .filter_map(|start| circle_through(&graph, start))
+        .map(|circle| from_its_first_file(&circle))
+        .collect();
+    assert_eq!(circles, BTreeSet::new());
+}
+
+/// The circle `b -> a -> b` written from its first file, `a -> b -> a`, so
+/// that each circle is listed once whichever file it was found from.
+fn from_its_first_file(circle: &str) -> String {
+    let mut files: Vec<&str> = circle.split(" -> ").collect();
+    files.pop();
+    let first = (0..files.len()).min_by_key(|at| files[*at]).unwrap_or(0);
+    files.rotate_left(first);
+    files.push(files[0]);
+    files.join(" -> ")
+}
+
+/// Which files each file imports: an import of a module, of a child of it,
+/// or of an item in it counts as one of the file that defines it, and an
+/// item a `mod.rs` re-exports (`pub use self::types::TypeCache`) as one of the
+/// file that defines the item.
+fn file_graph(all: &[Source]) -> BTreeMap<String, BTreeSet<String>> {
+    let files: BTreeMap<&[String], String> = all
+        .iter()
+        .map(|source| (source.module.as_slice(), source.module.join("::")))
+        .collect();
+    let aliases: BTreeMap<Vec<String>, Vec<String>> = all.iter().flat_map(Source::re_exports).collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for source in all {
+        let own = source.module.join("::");
+        for path in source.file_imports() {
+            let Some(file) = defining_file(&path, &files, &aliases) else {
+                continue;
+            };
+            if file != own {
+                graph.entry(own.clone()).or_default().insert(file);
+            }
+        }
+    }
+    graph
+}
+
+/// The file that defines what `path` names: the longest module that starts
+/// it, or, for an item that module re-exports, the file the item comes from.
+fn defining_file(
+    path: &[String],
+    files: &BTreeMap<&[String], String>,
+    aliases: &BTreeMap<Vec<String>, Vec<String>>,
+) -> Option<String> {
+    let mut path = path.to_vec();
+    // a chain of re-exports ends: each step names a longer or another path
+    for _ in 0..8 {
+        let module = (0..=path.len()).rev().find(|len| files.contains_key(&path[..*len]))?;
+        let item = path.get(..=module).and_then(|named| aliases.get(named));
+        match item {
+            Some(target) => path = target.clone(),
+            None => return files.get(&path[..module]).cloned(),
+        }
+    }
+    None
 }
 
 #[test]
