@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use diesel_async::AsyncPgConnection;
 
+use super::access::{self, Reach};
 use super::cache::TransactionCache;
 use super::validate::{self, Target};
 use super::{WriteOutcome, WrittenValue, replaced};
@@ -12,7 +13,6 @@ use crate::db::projection;
 use crate::db::values;
 use crate::error::ApiError;
 use crate::model::value::ValueInput;
-use crate::rights::can_read;
 
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn add_values(
@@ -25,14 +25,13 @@ pub(super) async fn add_values(
     inputs: Vec<ValueInput>,
     keys: Vec<GeneratedKey>,
 ) -> Result<WriteOutcome, ApiError> {
-    let entity = values::live_entity(conn, db, entity_id, true)
-        .await?
-        .ok_or_else(ApiError::entity_not_found)?;
+    // the rights to write each value are checked with the values
+    let reach = Reach {
+        sees_itself: true,
+        ..Reach::WRITTEN
+    };
+    let entity = access::seen_entity(conn, db, actor, entity_id, reach).await?;
     let lists = entity.lists();
-    // An entity may always reach itself (a person adding their own API key).
-    if actor != entity_id && !can_read(entity.sharing(), &lists, Some(actor)) {
-        return Err(ApiError::entity_not_found());
-    }
     let entity_type = match &entity.type_id {
         Some(type_id) => cache.types.get(conn, db, type_id).await?,
         None => Default::default(),

@@ -3,7 +3,7 @@
 use diesel_async::AsyncPgConnection;
 
 use super::WriteOutcome;
-use super::access::lock_with_right;
+use super::access::{self, Reach};
 use crate::db::formula_queue;
 use crate::db::projection::{self, TypeCache};
 use crate::error::ApiError;
@@ -16,7 +16,8 @@ pub(super) async fn aggregate(
     actor: &str,
     entity_id: &str,
 ) -> Result<WriteOutcome, ApiError> {
-    lock_with_right(conn, db, actor, entity_id, Right::Editor, "Aggregating needs _editor").await?;
+    let refusal = "Aggregating needs _editor";
+    access::entity_with_right(conn, db, actor, entity_id, Reach::WRITTEN, Right::Editor, refusal).await?;
     let queued = projection::project(conn, types, db, entity_id).await?;
     // computed now: what was parked for it is served
     formula_queue::forget_parked(conn, db, entity_id).await?;

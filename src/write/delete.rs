@@ -3,13 +3,13 @@
 use chrono::{DateTime, Utc};
 use diesel_async::AsyncPgConnection;
 
-use super::access::{lock_with_right, may_leave_parent};
+use super::access::{self, Reach, may_leave_parent};
 use super::{WriteOutcome, replaced};
 use crate::db::projection::{self, TypeCache};
 use crate::db::values;
 use crate::error::ApiError;
 use crate::model::definition::{SystemProperty, is_billing_property};
-use crate::rights::{Right, can_read, has_right};
+use crate::rights::Right;
 
 pub(super) async fn delete_value(
     conn: &mut AsyncPgConnection,
@@ -22,13 +22,12 @@ pub(super) async fn delete_value(
     let value = values::find_value(conn, db, value_id)
         .await?
         .ok_or_else(ApiError::property_not_found)?;
-    let entity = values::live_entity(conn, db, &value.entity_id, true)
-        .await?
-        .ok_or_else(ApiError::property_not_found)?;
-    let lists = entity.lists();
-    if !can_read(entity.sharing(), &lists, Some(actor)) {
-        return Err(ApiError::property_not_found());
-    }
+    // a value of an entity the writer cannot see is not there for them either
+    let reach = Reach {
+        unseen: ApiError::property_not_found,
+        ..Reach::WRITTEN
+    };
+    let entity = access::seen_entity(conn, db, actor, &value.entity_id, reach).await?;
     // Read again under the entity lock: a concurrent write may have replaced it.
     let live = values::live_values(conn, db, &value.entity_id).await?;
     if !live.iter().any(|row| row.id == value_id) {
@@ -45,9 +44,7 @@ pub(super) async fn delete_value(
         }
         _ => Right::Editor,
     };
-    if !has_right(&lists, actor, needed) {
-        return Err(ApiError::forbidden("Missing rights on this entity"));
-    }
+    access::require_right(&entity, actor, needed, "Missing rights on this entity")?;
     let removed = [value_id.to_owned()];
     if value.prop == "_owner" {
         replaced::keep_an_owner(&live, &removed, &[])?;
@@ -70,15 +67,8 @@ pub(super) async fn delete_entity(
     now: DateTime<Utc>,
     entity_id: &str,
 ) -> Result<WriteOutcome, ApiError> {
-    let entity = lock_with_right(
-        conn,
-        db,
-        actor,
-        entity_id,
-        Right::Owner,
-        "Only an _owner may delete an entity",
-    )
-    .await?;
+    let refusal = "Only an _owner may delete an entity";
+    let entity = access::entity_with_right(conn, db, actor, entity_id, Reach::WRITTEN, Right::Owner, refusal).await?;
     let live: Vec<String> = values::live_values(conn, db, entity_id)
         .await?
         .into_iter()

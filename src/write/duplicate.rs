@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use diesel_async::AsyncPgConnection;
 
+use super::access::{self, Reach};
 use super::cache::TransactionCache;
 use super::{WriteOutcome, create};
 use crate::db::projection::TypeInfo;
@@ -13,7 +14,7 @@ use crate::model::definition::is_billing_property;
 use crate::model::stored::ValueRow;
 use crate::model::value::{Value, ValueInput, ValueType};
 use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
-use crate::rights::{Right, has_right};
+use crate::rights::Right;
 
 /// What to copy: `count` copies of entity `entity_id`, without the values
 /// of the `ignored` properties; at most `max_values` values in all.
@@ -33,13 +34,8 @@ pub(super) async fn duplicate_entity(
     now: DateTime<Utc>,
     duplication: &Duplication,
 ) -> Result<WriteOutcome, ApiError> {
-    let source = values::live_entity(conn, db, &duplication.entity_id, false)
-        .await?
-        .filter(|entity| entity.visibility().view_level(Some(actor)).is_some())
-        .ok_or_else(ApiError::entity_not_found)?;
-    if !has_right(&source.lists(), actor, Right::Owner) {
-        return Err(ApiError::forbidden("Only an _owner may duplicate the entity"));
-    }
+    let (source_id, refusal) = (&duplication.entity_id, "Only an _owner may duplicate the entity");
+    let source = access::entity_with_right(conn, db, actor, source_id, Reach::READ, Right::Owner, refusal).await?;
     let entity_type = cache
         .types
         .get(conn, db, source.type_id.as_deref().unwrap_or_default())

@@ -3,13 +3,13 @@
 
 use diesel_async::AsyncPgConnection;
 
-use super::{WriteOp, WriteRequest, access};
+use super::access::{self, Reach};
+use super::{WriteOp, WriteRequest};
 use crate::auth::api_key::{self, GeneratedKey};
 use crate::db::Pool;
-use crate::db::values;
 use crate::error::ApiError;
 use crate::model::API_KEY_PROPERTY;
-use crate::rights::{Right, can_read, has_right};
+use crate::rights::Right;
 
 /// API keys one write may ask for: each costs a deliberately slow hash.
 pub(super) const MAX_KEYS_PER_WRITE: usize = 10;
@@ -45,20 +45,18 @@ pub async fn prepare_keys(pool: &Pool, request: &WriteRequest) -> Result<Vec<Gen
 /// What `add_values` and `check_property` answer a caller adding an API key:
 /// 404 when they cannot see the entity, 403 unless they own it or are it.
 async fn may_add_keys(conn: &mut AsyncPgConnection, db: &str, actor: &str, entity_id: &str) -> Result<(), ApiError> {
-    let entity = values::live_entity(conn, db, entity_id, false)
-        .await?
-        .ok_or_else(ApiError::entity_not_found)?;
+    let reach = Reach {
+        sees_itself: true,
+        ..Reach::READ
+    };
+    let entity = access::seen_entity(conn, db, actor, entity_id, reach).await?;
     if actor == entity_id {
         return Ok(());
     }
-    let lists = entity.lists();
-    if !can_read(entity.sharing(), &lists, Some(actor)) {
-        return Err(ApiError::entity_not_found());
-    }
-    if !has_right(&lists, actor, Right::Owner) {
-        return Err(ApiError::forbidden(format!(
-            "Missing rights to write {API_KEY_PROPERTY}"
-        )));
-    }
-    Ok(())
+    access::require_right(
+        &entity,
+        actor,
+        Right::Owner,
+        format!("Missing rights to write {API_KEY_PROPERTY}"),
+    )
 }
