@@ -1,7 +1,7 @@
 //! The layer rules of the README's Architecture section, checked on the
 //! source itself: layers point down only, there are no import circles between
-//! top-level modules, handlers do not import each other, and no file grows
-//! past about 400 lines outside its tests.
+//! top-level modules nor between any two files, handlers do not import each
+//! other, and no file grows past about 400 lines outside its tests.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -428,6 +428,48 @@ fn use_trees_expand_to_every_path_they_name() {
     };
     let imports: Vec<String> = source.imports().iter().map(|path| path.join("::")).collect();
     assert_eq!(imports, ["http::files::thumbnail", "view::visible_doc"]);
+}
+
+#[test]
+fn an_import_counts_for_the_file_that_defines_what_it_names_a_re_export_followed() {
+    let source = |module: &str, code: &str| Source {
+        module: module.split("::").map(String::from).collect(),
+        path: PathBuf::from(format!("src/{}.rs", module.replace("::", "/"))),
+        code: code.into(),
+    };
+    let mut all = vec![
+        source(
+            "db::projection",
+            "pub use self::types::TypeCache;\nuse self::follow::follow;\n",
+        ),
+        source("db::projection::types", "pub struct TypeCache;\n"),
+        source(
+            "db::projection::follow",
+            "use super::TypeCache;\nuse crate::db::queue::enqueue;\n",
+        ),
+        source("db::queue", "use crate::db::projection::TypeCache;\n"),
+    ];
+    let edges = |all: &[Source]| -> Vec<String> {
+        file_graph(all)
+            .into_iter()
+            .flat_map(|(file, imported)| imported.into_iter().map(move |other| format!("{file} -> {other}")))
+            .collect()
+    };
+    assert_eq!(
+        edges(&all),
+        [
+            "db::projection -> db::projection::follow",
+            "db::projection::follow -> db::projection::types",
+            "db::projection::follow -> db::queue",
+            "db::queue -> db::projection::types",
+        ]
+    );
+    all[3] = source("db::queue", "use crate::db::projection::{self, TypeCache};\n");
+    let graph = file_graph(&all);
+    assert_eq!(
+        circle_through(&graph, "db::queue").map(|circle| from_its_first_file(&circle)),
+        Some("db::projection -> db::projection::follow -> db::queue -> db::projection".to_owned())
+    );
 }
 
 #[test]
