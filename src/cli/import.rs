@@ -22,11 +22,9 @@ use serde_json::Value as Json;
 use crate::cli::lines::{EntityLine, FORMAT, Header, Stamp, VERSION, ValueLine};
 use crate::cli::{Failure, progress};
 use crate::db::export::{self as rows, StoredEntity};
-use crate::db::formula_queue::Retry;
 use crate::db::projection::{self, Loaded, TypeCache};
 use crate::db::values::ValueRecord;
 use crate::db::{Pool, databases};
-use crate::jobs::formulas;
 use crate::model::ids::is_valid_id;
 use crate::model::stored::ValueRow;
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
@@ -397,9 +395,7 @@ pub async fn import<R: BufRead + Seek + Send>(pool: &Pool, db: &str, mut input: 
             let bar = progress(others.len() as u64, "projecting");
             let mut projected = |done: usize| bar.set_position(done as u64);
             rows::project_each(conn, &mut types, db, &mut others, &mut projected).await?;
-            // the formulas reading entities projected after them; one that
-            // fails stays queued for the servers' workers to retry
-            while formulas::compute_next(conn, Retry::default()).await? {}
+            crate::jobs::formulas::compute_all(conn).await?;
             bar.finish_and_clear();
             databases::adopt_own_entity(conn, db).await?;
             databases::bump_generation(conn, db).await?;

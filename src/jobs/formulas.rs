@@ -49,3 +49,11 @@ pub async fn compute_next(conn: &mut AsyncPgConnection, retry: Retry) -> QueryRe
     })
     .await
 }
+
+/// Computes every due entity of the queue now, on this connection (`eds
+/// import`, at its end); one that fails stays queued for the servers'
+/// workers to retry.
+pub async fn compute_all(conn: &mut AsyncPgConnection) -> QueryResult<()> {
+    while compute_next(conn, Retry::default()).await? {}
+    Ok(())
+}
