@@ -10,7 +10,6 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use crate::auth::api_key;
 use crate::auth::login::Login;
 use crate::db::Pool;
-pub use crate::db::generation::{begin_writes, bump_generation, generation};
 use crate::db::schema::databases;
 use crate::db::seed::{Owner, seed};
 use crate::error::{ApiError, ErrorCode};

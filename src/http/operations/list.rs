@@ -10,7 +10,7 @@ use futures_util::StreamExt;
 use futures_util::stream::LocalBoxStream;
 use serde_json::Value as Json;
 
-use crate::db::databases;
+use crate::db::generation;
 use crate::db::values::EntityRow;
 use crate::error::{ApiError, ErrorCode};
 use crate::http::views::entities::EntityList;
@@ -71,7 +71,7 @@ pub async fn list(
     let body = match &state.answers {
         Some(answers) => {
             // databases are never removed while serving
-            let generation = databases::generation(&mut *state.pool.get().await?, db)
+            let generation = generation::generation(&mut *state.pool.get().await?, db)
                 .await?
                 .unwrap_or_default();
             let key = AnswerKey {
