@@ -516,8 +516,9 @@ async fn a_query_over_the_statement_timeout_is_503_query_timeout_with_retry_afte
     )
     .await;
     let token = app.owner_token().await;
-    // 100,000 entities with a value each, written in bulk on a connection of
-    // the test's own, without a time limit: sorting them all takes far longer.
+    // 100,000 entities with two values each, written in bulk on a connection
+    // of the test's own, without a time limit: keying each entity by its
+    // largest value and sorting them all takes far longer.
     let mut conn = <diesel_async::AsyncPgConnection as diesel_async::AsyncConnection>::establish(&app.database_url)
         .await
         .unwrap();
@@ -527,7 +528,8 @@ async fn a_query_over_the_statement_timeout_is_503_query_timeout_with_retry_afte
              e AS (INSERT INTO entities (db, id, created_at, viewers) \
                    SELECT 'demo', id, now(), ARRAY[$1] FROM n RETURNING id) \
              INSERT INTO property_values (db, id, entity_id, prop, number, created_at) \
-             SELECT 'demo', 'v' || e.id, e.id, 'n', n.i, now() FROM e JOIN n ON n.id = e.id",
+             SELECT 'demo', v.id || e.id, e.id, 'n', n.i + v.shift, now() \
+             FROM e JOIN n ON n.id = e.id CROSS JOIN (VALUES ('v', 0), ('w', 0.5)) AS v(id, shift)",
         )
         .bind::<diesel::sql_types::Text, _>(&app.person),
         &mut conn,
