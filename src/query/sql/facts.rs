@@ -15,14 +15,18 @@ use crate::query::{Field, ListQuery, SortTarget};
 /// Facts about the properties a query filters, sorts or groups by.
 #[derive(Debug, Default)]
 pub(super) struct PropertyFacts {
-    /// Properties filtered by `string` that hold references somewhere in the
-    /// database: only for them can a filter match a reference by its
-    /// target's name, so only their SQL asks.
+    /// Properties filtered or grouped by `string` that hold references
+    /// somewhere in the database: only for them can a filter match a
+    /// reference by its target's name (and a group key is that name), so
+    /// only their SQL asks.
     pub(super) referencing: HashSet<String>,
     /// Properties sorted or grouped by that no live entity of the database
     /// holds more than one live value of (migration `property_multiplicity`):
     /// each value row is then its entity's key.
     pub(super) single_valued: HashSet<String>,
+    /// Properties sorted or grouped by that some definition computes with a
+    /// formula: their values live in the entities' documents only.
+    pub(super) computed: HashSet<String>,
 }
 
 impl PropertyFacts {
@@ -41,13 +45,22 @@ impl PropertyFacts {
             references: bool,
             #[diesel(sql_type = Bool)]
             single: bool,
+            #[diesel(sql_type = Bool)]
+            computed: bool,
         }
         // `_type` names are matched through the entity's projected type
         let filtered = query
             .filters
             .iter()
             .filter(|filter| filter.field == Field::String && filter.prop != TYPE_PROPERTY)
-            .map(|filter| filter.prop.as_str());
+            .map(|filter| filter.prop.as_str())
+            .chain(
+                query
+                    .group
+                    .iter()
+                    .filter(|(_, field)| *field == Field::String)
+                    .map(|(prop, _)| prop.as_str()),
+            );
         let keyed = query
             .sort
             .iter()
@@ -56,7 +69,12 @@ impl PropertyFacts {
                 _ => None,
             })
             .chain(query.group.iter().map(|(prop, _)| prop.as_str()));
-        let mut props: Vec<(String, bool)> = filtered.map(|prop| (prop.to_owned(), true)).collect();
+        let mut props: Vec<(String, bool)> = Vec::new();
+        for prop in filtered {
+            if !props.iter().any(|(known, _)| known == prop) {
+                props.push((prop.to_owned(), true));
+            }
+        }
         for prop in keyed {
             if !props.iter().any(|(known, _)| known == prop) {
                 props.push((prop.to_owned(), false));
@@ -72,7 +90,9 @@ impl PropertyFacts {
                  WHERE x.db = $1 AND x.prop = p.prop AND x.deleted_at IS NULL AND x.reference IS NOT NULL) \
                  ELSE false END AS references, \
                  NOT EXISTS (SELECT 1 FROM property_multiplicity m WHERE m.db = $1 AND m.prop = p.prop \
-                 AND m.several > 0) AS single \
+                 AND m.several > 0) AS single, \
+                 EXISTS (SELECT 1 FROM entities d WHERE d.db = $1 AND d.name = p.prop \
+                 AND d.deleted_at IS NULL AND d.doc ? 'formula') AS computed \
                  FROM unnest($2::text[], $3::boolean[]) AS p(prop, filtered)",
             )
             .bind::<Text, _>(db)
@@ -85,6 +105,9 @@ impl PropertyFacts {
         for fact in facts {
             if fact.references {
                 found.referencing.insert(fact.prop.clone());
+            }
+            if fact.computed {
+                found.computed.insert(fact.prop.clone());
             }
             if fact.single {
                 found.single_valued.insert(fact.prop);

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use diesel::QueryableByName;
-use diesel::sql_types::{BigInt, Bool, Text};
+use diesel::sql_types::{BigInt, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use super::ListResult;
@@ -13,7 +13,6 @@ use super::sort::document_value;
 use super::statement::{Bind, Sql};
 use super::tallies::WholeCount;
 use super::visibility::visible_value;
-use crate::db::prepared::Prepared;
 use crate::error::ApiError;
 use crate::model::API_KEY_PROPERTY;
 use crate::query::{Field, ListQuery};
@@ -35,8 +34,7 @@ pub(super) async fn run_grouped(
     query: &ListQuery,
     facts: &PropertyFacts,
 ) -> Result<ListResult, ApiError> {
-    let groups = group_statement(conn, db, person, query, facts)
-        .await?
+    let groups = group_statement(db, person, query, facts)
         .into_query()
         .load::<GroupRow>(conn)
         .await?
@@ -48,19 +46,11 @@ pub(super) async fn run_grouped(
 
 /// The statement answering a grouped query: each group's first entity
 /// (lowest `_id`) and size, in the order of the grouped values.
-pub(super) async fn group_statement(
-    conn: &mut AsyncPgConnection,
-    db: &str,
-    person: Option<&str>,
-    query: &ListQuery,
-    facts: &PropertyFacts,
-) -> Result<Sql, ApiError> {
-    if let Some(plan) = FromValues::plan(query, facts)
-        && written_as_shown(conn, db, plan.prop, plan.field).await?
-    {
-        return Ok(plan.statement(db, person, query));
+pub(super) fn group_statement(db: &str, person: Option<&str>, query: &ListQuery, facts: &PropertyFacts) -> Sql {
+    match FromValues::plan(query, facts) {
+        Some(plan) => plan.statement(db, person, query),
+        None => from_documents(db, person, query, &facts.referencing),
     }
-    Ok(from_documents(db, person, query, &facts.referencing))
 }
 
 /// The groups read from the entity rows: each grouped property's smallest
@@ -101,7 +91,10 @@ struct FromValues<'a> {
 
 impl<'a> FromValues<'a> {
     /// The plan of `query`, if it groups a whole type's entities by one
-    /// property's stored field (not a file's details, not API keys).
+    /// property's stored field (not a file's details, not API keys) as the
+    /// documents show it: not computed by a formula (formula values live in
+    /// the documents only), and for `string`, holding no reference (whose
+    /// `string` is the referenced entity's name).
     fn plan(query: &'a ListQuery, facts: &PropertyFacts) -> Option<FromValues<'a>> {
         let [(prop, field)] = query.group.as_slice() else {
             return None;
@@ -110,7 +103,9 @@ impl<'a> FromValues<'a> {
             field,
             Field::String | Field::Number | Field::Boolean | Field::Date | Field::Datetime | Field::Reference
         );
-        if !stored || prop == API_KEY_PROPERTY {
+        let shown_otherwise =
+            facts.computed.contains(prop) || (*field == Field::String && facts.referencing.contains(prop));
+        if !stored || prop == API_KEY_PROPERTY || shown_otherwise {
             return None;
         }
         let total = WholeCount::of_matches(query)?;
@@ -166,30 +161,4 @@ impl<'a> FromValues<'a> {
         );
         sql
     }
-}
-
-/// Whether the documents show property `prop`'s `field` as its value rows
-/// hold it: no definition of it computes a formula (formula values live in
-/// the documents only), and for `string`, none of its values is a reference
-/// (whose `string` is the referenced entity's name).
-async fn written_as_shown(conn: &mut AsyncPgConnection, db: &str, prop: &str, field: Field) -> Result<bool, ApiError> {
-    #[derive(QueryableByName)]
-    struct Answer {
-        #[diesel(sql_type = Bool)]
-        plain: bool,
-    }
-    let answer: Answer = Prepared::kept(
-        diesel::sql_query(
-            "SELECT NOT EXISTS (SELECT 1 FROM entities d WHERE d.db = $1 AND d.name = $2 \
-             AND d.deleted_at IS NULL AND d.doc ? 'formula') \
-             AND (NOT $3 OR NOT EXISTS (SELECT 1 FROM property_values x WHERE x.db = $1 AND x.prop = $2 \
-             AND x.deleted_at IS NULL AND x.reference IS NOT NULL)) AS plain",
-        )
-        .bind::<Text, _>(db)
-        .bind::<Text, _>(prop)
-        .bind::<Bool, _>(field == Field::String),
-    )
-    .get_result(conn)
-    .await?;
-    Ok(answer.plain)
 }

@@ -125,6 +125,7 @@ mod tests {
         let facts = PropertyFacts {
             referencing: set(referencing),
             single_valued: set(single_valued),
+            ..PropertyFacts::default()
         };
         FromValues::plan(&query, &facts).is_some()
     }

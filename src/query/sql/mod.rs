@@ -110,7 +110,7 @@ pub async fn explain(
             vec![page, count]
         }
     } else {
-        vec![group_statement(conn, db, person, query, &facts).await?]
+        vec![group_statement(db, person, query, &facts)]
     };
     let mut plans = Vec::new();
     for mut statement in statements {
