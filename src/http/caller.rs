@@ -8,7 +8,7 @@ use futures_util::future::LocalBoxFuture;
 
 use super::AppState;
 use crate::auth::jwt::Claims;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// Who is calling: anonymous, or the holder of an acceptable access token.
 /// A token that is present but unacceptable fails the request with 401.
@@ -35,9 +35,22 @@ impl Caller {
         }
     }
 
+    /// 403 `insufficient_scope` for a token granted `read` only: every
+    /// write asks this first, before it looks anything up.
+    pub fn require_write(&self) -> Result<(), ApiError> {
+        if self.claims.as_ref().is_some_and(|claims| !claims.may_write()) {
+            return Err(ApiError::new(
+                ErrorCode::InsufficientScope,
+                "This token's scope allows reading only: writing needs the write scope",
+            ));
+        }
+        Ok(())
+    }
+
     /// 403 for a token the OAuth server issued: a credential it added (an
     /// API key, a login, a passkey) would outlive the token and its grant.
     pub fn refuse_oauth_credentials(&self) -> Result<(), ApiError> {
+        self.require_write()?;
         if self.claims.as_ref().is_some_and(Claims::issued_by_oauth) {
             return Err(ApiError::forbidden(
                 "OAuth tokens cannot add credentials (API keys, logins, passkeys)",
