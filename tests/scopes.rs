@@ -408,3 +408,45 @@ async fn the_consent_page_says_what_the_app_may_do_and_names_the_scopes() {
         assert!(page.html.contains(shown), "{shown}: {}", page.html);
     }
 }
+
+/// Every REST route that writes, as the OpenAPI document names it.
+const WRITE_ROUTES: [(&str, &str); 12] = [
+    ("post", "/api/{db}/entity"),
+    ("post", "/api/{db}/entity/{id}"),
+    ("delete", "/api/{db}/entity/{id}"),
+    ("get", "/api/{db}/entity/{id}/aggregate"),
+    ("post", "/api/{db}/entity/{id}/duplicate"),
+    ("delete", "/api/{db}/property/{id}"),
+    ("post", "/api/new"),
+    ("put", "/api/new"),
+    ("get", "/api/{db}/passkey"),
+    ("post", "/api/{db}/passkey"),
+    ("post", "/api/auth/passkey/register/options"),
+    ("post", "/api/auth/passkey/register/finish"),
+];
+
+#[tokio::test]
+async fn the_api_document_names_the_scope_refusal_and_its_challenge_on_every_write_and_no_read() {
+    let app = TestApp::start().await;
+    let (status, document) = app.call("GET", "/api/openapi.json", None, None).await;
+    assert_eq!(status, 200);
+    for (method, path) in WRITE_ROUTES {
+        let forbidden = &document["paths"][path][method]["responses"]["403"];
+        let description = forbidden["description"].as_str().unwrap_or_default();
+        assert!(
+            description.contains("`insufficient_scope`"),
+            "{method} {path}: {forbidden}"
+        );
+        let header = forbidden["headers"]["WWW-Authenticate"]["description"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(header.contains(CHALLENGE), "{method} {path}: {forbidden}");
+    }
+    for (method, path) in [("get", "/api/{db}/entity/{id}"), ("get", "/api/{db}/entity")] {
+        let operation = document["paths"][path][method].to_string();
+        assert!(
+            !operation.contains("insufficient_scope"),
+            "{method} {path}: {operation}"
+        );
+    }
+}

@@ -2,6 +2,8 @@
 //! person does) and `write` (it also writes as its person does). Tokens
 //! without a `scope` claim (sign-ins, API keys) keep full rights.
 
+use crate::error::{ApiError, ErrorCode};
+
 /// Every scope, as both metadata documents list them (`scopes_supported`).
 pub const SCOPES_SUPPORTED: [&str; 2] = [READ, WRITE];
 pub const READ: &str = "read";
@@ -25,6 +27,14 @@ pub fn granted(asked: Option<&str>) -> Option<String> {
         .filter(|scope| asked.contains(scope))
         .collect();
     (!known.is_empty()).then(|| known.join(" "))
+}
+
+/// 403 `insufficient_scope`: a write with a token granted `read` only.
+pub fn write_refused() -> ApiError {
+    ApiError::new(
+        ErrorCode::InsufficientScope,
+        "This token's scope allows reading only: writing needs the write scope",
+    )
 }
 
 /// Whether a token granted `scope` may write.

@@ -8,7 +8,8 @@ use futures_util::future::LocalBoxFuture;
 
 use super::AppState;
 use crate::auth::jwt::Claims;
-use crate::error::{ApiError, ErrorCode};
+use crate::auth::scope;
+use crate::error::ApiError;
 
 /// Who is calling: anonymous, or the holder of an acceptable access token.
 /// A token that is present but unacceptable fails the request with 401.
@@ -39,10 +40,7 @@ impl Caller {
     /// write asks this first, before it looks anything up.
     pub fn require_write(&self) -> Result<(), ApiError> {
         if self.claims.as_ref().is_some_and(|claims| !claims.may_write()) {
-            return Err(ApiError::new(
-                ErrorCode::InsufficientScope,
-                "This token's scope allows reading only: writing needs the write scope",
-            ));
+            return Err(scope::write_refused());
         }
         Ok(())
     }
