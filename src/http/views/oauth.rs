@@ -59,6 +59,8 @@ pub struct ServerMetadata {
     pub token_endpoint_auth_methods_supported: [&'static str; 1],
     /// Every authorization response carries `iss` (RFC 9207).
     pub authorization_response_iss_parameter_supported: bool,
+    /// `read` (reads as the person does) and `write` (writes too).
+    pub scopes_supported: [&'static str; 2],
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -110,4 +112,6 @@ pub struct TokenAnswer {
     pub access_token: String,
     pub token_type: &'static str,
     pub expires_in: i64,
+    /// The scopes granted, space-separated: `read`, `write` or `read write`.
+    pub scope: String,
 }
