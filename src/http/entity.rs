@@ -2,15 +2,15 @@
 
 use actix_web::{HttpResponse, web};
 
-use super::operations::entities;
 use super::retry::{RetryHeader, RetryKey};
-use super::views::entities::{EntityRead, History, entity_read_example, history_example};
 use super::views::responses::{
     InvalidKey, InvalidToken, KeyReused, ReadUnavailable, TokenRequired, TooManyValues, WriteUnavailable,
 };
-use super::views::writes::{Aggregated, Deleted, WriteBody, Written, write_body_example, written_example};
 use super::{AppState, Caller};
 use crate::error::{ApiError, ErrorBody};
+use crate::service::bodies::entities::{EntityRead, History, entity_read_example, history_example};
+use crate::service::bodies::writes::{Aggregated, Deleted, WriteBody, Written, write_body_example, written_example};
+use crate::service::entities;
 use crate::write::{WriteOp, WriteOutcome};
 
 /// `GET /api/{db}/entity/{_id}`: `{"entity":{...}}`.

@@ -1,13 +1,13 @@
 //! `GET /api/{db}/entity`: list, filter, sort, group and page entities; large
-//! pages stream (`super::operations::list`).
+//! pages stream (`crate::service::list`).
 
 use actix_web::{HttpRequest, HttpResponse, web};
 
-use super::operations;
-use super::views::entities::{ENTITY_LIST_DESCRIPTION, EntityList, entity_list_example};
 use super::views::responses::{InvalidToken, ReadUnavailable};
 use super::{AppState, Caller};
 use crate::error::{ApiError, ErrorBody};
+use crate::service;
+use crate::service::bodies::entities::{ENTITY_LIST_DESCRIPTION, EntityList, entity_list_example};
 
 /// `GET /api/{db}/entity`: `{"entities":[...],"count":N,"limit":L,"skip":S}`.
 #[utoipa::path(
@@ -38,6 +38,6 @@ pub async fn list(
     db: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let answer = operations::list::list(&state, &caller, &db, req.query_string()).await?;
+    let answer = service::list::list(&state, &caller, &db, req.query_string()).await?;
     Ok(answer.into_response())
 }

@@ -16,7 +16,6 @@ pub mod new_db;
 pub mod oauth;
 pub mod oauth_client;
 pub mod openapi;
-pub mod operations;
 pub mod passkey;
 pub mod property;
 pub mod retry;

@@ -6,10 +6,10 @@ use serde::Serialize;
 use serde_json::{Value as Json, json};
 
 use crate::error::{ApiError, ErrorCode};
-use crate::http::operations::{entities, list, types, values};
 use crate::http::{AppState, Caller};
 use crate::mcp::tools::{CallError, ToolCall, catalogue};
 use crate::mcp::{self, RpcError};
+use crate::service::{entities, list, types, values};
 
 /// The result of request `method` with `params`, for `caller` in `db`.
 pub async fn answer(

@@ -3,14 +3,14 @@
 
 use crate::db::values::{self};
 use crate::error::ApiError;
-use crate::http::operations::{invitations, uploads};
-use crate::http::views::entities::{EntityRead, History};
-use crate::http::views::writes::Written;
 use crate::http::{AppState, Caller};
 use crate::model::value::{ValueInput, parse_body};
 use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
 use crate::query::DEFAULT_LIMIT;
 use crate::rights::ViewLevel;
+use crate::service::bodies::entities::{EntityRead, History};
+use crate::service::bodies::writes::Written;
+use crate::service::{invitations, uploads};
 use crate::view::{self, access};
 use crate::write::validate;
 use crate::write::{IdempotencyKey, WriteOp, WriteOutcome};

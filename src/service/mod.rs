@@ -3,6 +3,7 @@
 //! error) the route answers, so the handlers keep only the HTTP glue and the
 //! MCP tools (`super::mcp`) answer exactly what REST answers the same caller.
 
+pub mod bodies;
 pub mod duplicate_activity;
 pub mod entities;
 pub mod invitations;

@@ -13,11 +13,11 @@ use serde_json::Value as Json;
 use crate::db::generation;
 use crate::db::values::EntityRow;
 use crate::error::{ApiError, ErrorCode};
-use crate::http::views::entities::EntityList;
 use crate::http::{AppState, Caller};
 use crate::query::ListQuery;
 use crate::query::cache::AnswerKey;
 use crate::query::sql::{self, ListResult};
+use crate::service::bodies::entities::EntityList;
 use crate::view::{self};
 
 /// The JSON body of a list answer: read whole, or a stream of its parts.

@@ -7,11 +7,11 @@ use serde_json::{Map, Value as Json};
 
 use crate::db::activity::{self, Event};
 use crate::error::{ApiError, ErrorCode};
-use crate::http::views::duplicate_activity::Activity;
-use crate::http::views::writes::Written;
 use crate::http::{AppState, Caller};
 use crate::model::json::format_datetime;
 use crate::query::DEFAULT_LIMIT;
+use crate::service::bodies::duplicate_activity::Activity;
+use crate::service::bodies::writes::Written;
 use crate::view::access;
 use crate::write::{Duplication, WriteOp, WriteOutcome};
 

@@ -4,8 +4,8 @@
 use serde_json::{Value as Json, json};
 
 use crate::error::ApiError;
-use crate::http::views::writes::Deleted;
 use crate::http::{AppState, Caller};
+use crate::service::bodies::writes::Deleted;
 use crate::view::{self, access};
 use crate::write::{IdempotencyKey, WriteOp};
 
