@@ -25,6 +25,8 @@ pub mod state;
 pub mod usage;
 pub mod views;
 
-pub use caller::{Caller, bearer, client_ip};
+pub use caller::{bearer, client_ip};
 pub use routes::{Endpoint, database_of_path, endpoints, routes};
 pub use state::AppState;
+
+pub use crate::service::Caller;

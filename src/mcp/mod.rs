@@ -3,6 +3,7 @@
 //! answer with the server's instructions, and the tool catalogue (`tools`).
 //! Pure code: the HTTP endpoint (`src/http/mcp/`) runs the calls.
 
+pub mod calls;
 pub mod tools;
 
 use serde_json::{Value as Json, json};

@@ -1,13 +1,25 @@
-//! What a REST route and an MCP tool both do, in one place: each function
-//! takes the caller and its arguments and answers the typed body (or the
-//! error) the route answers, so the handlers keep only the HTTP glue and the
-//! MCP tools (`super::mcp`) answer exactly what REST answers the same caller.
+//! The application layer: what a REST route and an MCP tool both do, in one
+//! place. Each operation takes the [`Service`], the [`Caller`] and typed
+//! arguments, and answers the typed body (or the error) the route answers,
+//! so the REST handlers keep only the HTTP glue and the MCP tools
+//! (`src/mcp/calls.rs`) answer exactly what REST answers the same caller.
+//! No actix or JSON-RPC type lives here.
 
+pub mod accounts;
 pub mod bodies;
+pub mod caller;
+pub mod databases;
 pub mod duplicate_activity;
 pub mod entities;
 pub mod invitations;
 pub mod list;
+pub mod queues;
+pub mod rate_limits;
+pub mod state;
 pub mod types;
 pub mod uploads;
 pub mod values;
+
+pub use crate::write::IdempotencyKey;
+pub use caller::Caller;
+pub use state::Service;

@@ -15,9 +15,9 @@ use super::views::mcp::{
     ProtectedResource, RpcAnswer, RpcMessage, protected_resource_example, rpc_answer_example, rpc_request_example,
 };
 use super::{AppState, Caller};
-use crate::db::databases;
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::mcp::{self, Message, PROTOCOL_VERSIONS, RpcError};
+use crate::service::databases;
 
 /// `POST /api/{db}/mcp`: one JSON-RPC message.
 #[utoipa::path(
