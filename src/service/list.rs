@@ -86,6 +86,41 @@ pub async fn list(
     Ok(ListAnswer::Whole(body))
 }
 
+/// The documents of the page of the list query string `query_string` (no
+/// `group`), as `caller` sees them: what [`list`] answers under
+/// `entities`, read a chunk at a time as a long page is streamed, and kept
+/// as JSON values for the operations that look into them.
+pub async fn documents(
+    service: &Service,
+    caller: &Caller,
+    db: &str,
+    query_string: &str,
+) -> Result<Vec<Json>, ApiError> {
+    service.require_database(db).await?;
+    let params: Vec<(String, String)> = serde_urlencoded::from_str(query_string)
+        .map_err(|_| ApiError::new(ErrorCode::InvalidQuery, "Malformed query string"))?;
+    let query = ListQuery::parse(&params)?;
+    let person = caller.person_in(db);
+    let mut chunks = {
+        let _permit = service.expensive.admit(&query).await?;
+        sql::Chunks::start(&mut *service.pool.get().await?, db, person, &query).await?
+    };
+    let mut docs = Vec::new();
+    loop {
+        let _permit = service.expensive.admit(&query).await?;
+        let mut conn = service.pool.get().await?;
+        let Some(entities) = chunks.next(&mut conn).await? else {
+            return Ok(docs);
+        };
+        let mut part: Vec<Json> = entities
+            .into_iter()
+            .filter_map(|entity| listed_doc(entity, person, &query))
+            .collect();
+        view::resolve_references(&mut conn, db, person, &mut part).await?;
+        docs.append(&mut part);
+    }
+}
+
 /// An entity's document as the caller sees it, with only the query's `props`;
 /// `None` when the caller does not see it.
 fn listed_doc(entity: EntityRow, person: Option<&str>, query: &ListQuery) -> Option<Json> {

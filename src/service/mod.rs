@@ -16,8 +16,10 @@ pub mod list;
 pub mod queues;
 pub mod rate_limits;
 pub mod state;
+pub mod thumbnails;
 pub mod types;
 pub mod uploads;
+pub mod usage;
 pub mod values;
 
 pub use crate::write::IdempotencyKey;
