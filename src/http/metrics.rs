@@ -5,7 +5,7 @@ use subtle::ConstantTimeEq;
 
 use super::{AppState, bearer};
 use crate::error::{ApiError, ErrorBody};
-use crate::service::queues;
+use crate::service::health;
 
 /// `metrics.token`: the Bearer token a scrape must carry; empty, none.
 pub struct MetricsToken(pub String);
@@ -34,7 +34,7 @@ pub async fn read(
         }
     }
     // The queue is shared by every process: counted in the database, now.
-    match queues::counts(&state).await {
+    match health::queue_counts(&state).await {
         Ok((pending, parked, types)) => crate::metrics::background_queues(pending, parked, types),
         Err(error) => tracing::warn!(%error, "counting the background queues failed"),
     }
