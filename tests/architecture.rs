@@ -269,6 +269,13 @@ fn nothing_below_the_front_ends_imports_them() {
 }
 
 #[test]
+fn nothing_below_the_service_layer_imports_it() {
+    let above = ["service", "http", "mcp"];
+    let below = |source: &Source| !above.contains(&source.top()) && !ENTRY_POINTS.contains(&source.top());
+    assert_eq!(offenders(below, &["service"]), Vec::<String>::new());
+}
+
+#[test]
 fn the_service_layer_knows_no_actix() {
     let named: Vec<String> = sources()
         .iter()
