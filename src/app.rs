@@ -3,6 +3,7 @@
 
 use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::Server;
@@ -24,6 +25,8 @@ use crate::jobs;
 use crate::mail::Mailer;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
+use crate::service::Service;
+use crate::service::rate_limits::RateLimits;
 use crate::sign_in::SignIn;
 use crate::sign_in::login_checks::LoginChecks;
 use crate::sign_in::oidc::OidcProviders;
@@ -125,12 +128,11 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         allowed_next_origins: settings.auth.next_origins()?,
     };
     let mcp_origins = settings.mcp.origins(&settings.http)?;
-    Ok(web::Data::new(AppState {
+    let service = Service {
         pool,
         jwt,
         logins: LoginChecks::new(settings.auth.revocation_check_seconds),
         writers,
-        trusted_proxies,
         clock: Default::default(),
         usage: Default::default(),
         files,
@@ -144,7 +146,11 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         known_databases: Default::default(),
         sign_in,
         new_databases_per_day: settings.limits.new_databases_per_day,
-        limits: web::Data::new(limits::RateLimits::from_settings(&settings.limits)),
+        limits: Arc::new(RateLimits::from_settings(&settings.limits)),
+    };
+    Ok(web::Data::new(AppState {
+        service: Arc::new(service),
+        trusted_proxies,
         mcp_origins,
     }))
 }
@@ -153,7 +159,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
 pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpListener) -> std::io::Result<Server> {
     // Buffered bodies are the JSON writes and the sign-in forms; the storage upload streams under its own limit.
     let json_body_limit = settings.http.json_body_limit_bytes;
-    let limits = state.limits.clone();
+    let limits = web::Data::from(state.limits.clone());
     let metrics_token = web::Data::new(http::metrics::MetricsToken(settings.metrics.token.clone()));
     let flushed = state.clone();
     let mut server = HttpServer::new(move || {

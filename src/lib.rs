@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod model;
 pub mod query;
 pub mod rights;
+pub mod service;
 pub mod sign_in;
 pub mod storage;
 pub mod usage;

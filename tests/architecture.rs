@@ -1,5 +1,7 @@
 //! The layer rules of the README's Architecture section, checked on the
-//! source itself: layers point down only, there are no import circles between
+//! source itself: layers point down only (the front ends `src/http/` and
+//! `src/mcp/` above the application layer `src/service/`, which sits above
+//! `sign_in`, `write`, `query` and `db`), there are no import circles between
 //! top-level modules nor between any two files, handlers do not import each
 //! other, and no file grows past about 400 lines outside its tests.
 
@@ -17,16 +19,7 @@ const TEST_MODULE: &str = "\n#[cfg(test)]\nmod tests {";
 const ENTRY_POINTS: [&str; 2] = ["app", "main"];
 
 /// Modules of `src/http/` that handlers may use; every other one is a handler.
-const HTTP_SHARED: [&str; 8] = [
-    "caller",
-    "forms",
-    "middleware",
-    "operations",
-    "retry",
-    "routes",
-    "state",
-    "views",
-];
+const HTTP_SHARED: [&str; 7] = ["caller", "forms", "middleware", "retry", "routes", "state", "views"];
 
 /// Lines `src/http/mod.rs` may hold: module declarations and a few re-exports.
 const HTTP_MOD_MAX_LINES: usize = 100;
@@ -259,14 +252,38 @@ fn no_module_below_http_imports_http() {
     assert_eq!(offenders(below, &["http"]), Vec::<String>::new());
 }
 
-/// Circles left in `src/http/` until the caller and its rules move below it
-/// (issue 30, item 1): the state's methods take a `Caller`, which the
-/// extractor builds from the state, and the state holds the rate limits,
-/// whose middleware reads the state.
-const HTTP_CIRCLES_UNTIL_THE_SERVICE_LAYER: [&str; 2] = [
-    "http::caller -> http::state -> http::caller",
-    "http::middleware::limits -> http::state -> http::middleware::limits",
-];
+/// The front ends (`src/http/`, `src/mcp/`) above the application layer
+/// (`src/service/`): they reach storage and writes only through it.
+const FRONT_ENDS: [&str; 2] = ["http", "mcp"];
+
+#[test]
+fn no_file_in_http_or_mcp_imports_db_or_write() {
+    let front_end = |source: &Source| FRONT_ENDS.contains(&source.top());
+    assert_eq!(offenders(front_end, &["db", "write"]), Vec::<String>::new());
+}
+
+#[test]
+fn nothing_below_the_front_ends_imports_them() {
+    let below = |source: &Source| !FRONT_ENDS.contains(&source.top()) && !ENTRY_POINTS.contains(&source.top());
+    assert_eq!(offenders(below, &FRONT_ENDS), Vec::<String>::new());
+}
+
+#[test]
+fn nothing_below_the_service_layer_imports_it() {
+    let above = ["service", "http", "mcp"];
+    let below = |source: &Source| !above.contains(&source.top()) && !ENTRY_POINTS.contains(&source.top());
+    assert_eq!(offenders(below, &["service"]), Vec::<String>::new());
+}
+
+#[test]
+fn the_service_layer_knows_no_actix() {
+    let named: Vec<String> = sources()
+        .iter()
+        .filter(|source| source.top() == "service" && source.code.contains("actix_web"))
+        .map(Source::name)
+        .collect();
+    assert_eq!(named, Vec::<String>::new());
+}
 
 #[test]
 fn no_import_circle_between_files_even_inside_a_folder() {
@@ -275,7 +292,6 @@ fn no_import_circle_between_files_even_inside_a_folder() {
         .keys()
         .filter_map(|start| circle_through(&graph, start))
         .map(|circle| from_its_first_file(&circle))
-        .filter(|circle| !HTTP_CIRCLES_UNTIL_THE_SERVICE_LAYER.contains(&circle.as_str()))
         .collect();
     assert_eq!(circles, BTreeSet::new());
 }
@@ -347,7 +363,8 @@ fn the_model_and_the_rights_rules_import_no_database_or_upper_layer() {
 
 #[test]
 fn nothing_below_the_view_imports_the_view() {
-    let below = |source: &Source| !matches!(source.top(), "view" | "http") && !ENTRY_POINTS.contains(&source.top());
+    let above = ["view", "service", "http", "mcp"];
+    let below = |source: &Source| !above.contains(&source.top()) && !ENTRY_POINTS.contains(&source.top());
     assert_eq!(offenders(below, &["view"]), Vec::<String>::new());
 }
 

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use common::{JWT_SECRET, Storage, TestApp};
 use eds::auth::jwt::{Claims, JwtKeys};
-use eds::http::operations::types::{definitions_query, types_query};
+use eds::service::types::{definitions_query, types_query};
 use serde_json::{Value as Json, json};
 
 const MCP: &str = "/api/demo/mcp";

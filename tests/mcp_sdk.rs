@@ -147,7 +147,10 @@ async fn the_typescript_sdk_given_only_the_mcp_url_registers_signs_in_and_calls_
         "a registered client: {result}"
     );
     assert_eq!(result["server"], "eds");
-    assert_eq!(result["scope"], "read write", "the scopes the metadata offers: {result}");
+    assert_eq!(
+        result["scope"], "read write",
+        "the scopes the metadata offers: {result}"
+    );
     let tools = result["tools"].as_array().unwrap();
     for name in [
         "get_entity_type",

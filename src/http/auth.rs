@@ -14,10 +14,10 @@ use super::{AppState, bearer, client_ip};
 use crate::auth::api_key;
 use crate::auth::jwt::Claims;
 use crate::auth::subject::Subject;
-use crate::db::values;
 use crate::error::{ApiError, ErrorBody};
 use crate::metrics;
 use crate::model::json::format_datetime;
+use crate::service::accounts;
 use crate::sign_in::accounts::{SignInTo, SignedIn, accounts_of, accounts_of_sub};
 use crate::sign_in::app_passkey::AppAnswer;
 
@@ -112,7 +112,7 @@ async fn key_login(
     wanted: Option<&String>,
 ) -> Result<HttpResponse, ApiError> {
     let mut conn = state.pool.get().await?;
-    let mut candidates = values::api_key_candidates(&mut conn, &api_key::lookup(credential)).await?;
+    let mut candidates = accounts::api_key_candidates(&mut conn, &api_key::lookup(credential)).await?;
     // An imported copy holds its source's key hashes: try the wanted database first.
     candidates.sort_by_key(|candidate| wanted.is_some_and(|wanted| *wanted != candidate.db));
     let plain = credential.to_owned();
@@ -196,10 +196,7 @@ async fn token_response(
     let mut accounts = Vec::new();
     let mut user_name = None;
     for (db, person) in &claims.accounts {
-        let name = values::names_and_types(conn, db, std::slice::from_ref(person))
-            .await?
-            .pop()
-            .and_then(|(_, name, _)| name);
+        let name = accounts::person_name(conn, db, person).await?;
         // `user.name` is the person's name in the first database (by name) that has one.
         if user_name.is_none() {
             user_name.clone_from(&name);

@@ -3,14 +3,14 @@
 
 use actix_web::{HttpResponse, web};
 
-use super::operations::duplicate_activity;
-use super::views::duplicate_activity::{
-    Activity, DuplicateBody, activity_example, duplicate_body_example, duplicated_example,
-};
 use super::views::responses::{ReadUnavailable, TokenRequired, TooManyValues, WriteUnavailable};
-use super::views::writes::Written;
 use super::{AppState, Caller};
 use crate::error::{ApiError, ErrorBody};
+use crate::service::bodies::duplicate_activity::{
+    Activity, DuplicateBody, activity_example, duplicate_body_example, duplicated_example,
+};
+use crate::service::bodies::writes::Written;
+use crate::service::duplicate_activity;
 
 /// `POST /api/{db}/entity/{_id}/duplicate`: copies of the entity → `[{"_id","properties"}]`.
 #[utoipa::path(

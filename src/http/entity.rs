@@ -2,16 +2,16 @@
 
 use actix_web::{HttpResponse, web};
 
-use super::operations::entities;
 use super::retry::{RetryHeader, RetryKey};
-use super::views::entities::{EntityRead, History, entity_read_example, history_example};
 use super::views::responses::{
     InvalidKey, InvalidToken, KeyReused, ReadUnavailable, TokenRequired, TooManyValues, WriteUnavailable,
 };
-use super::views::writes::{Aggregated, Deleted, WriteBody, Written, write_body_example, written_example};
 use super::{AppState, Caller};
 use crate::error::{ApiError, ErrorBody};
-use crate::write::{WriteOp, WriteOutcome};
+use crate::model::value::parse_body;
+use crate::service::bodies::entities::{EntityRead, History, entity_read_example, history_example};
+use crate::service::bodies::writes::{Aggregated, Deleted, WriteBody, Written, write_body_example, written_example};
+use crate::service::entities;
 
 /// `GET /api/{db}/entity/{_id}`: `{"entity":{...}}`.
 #[utoipa::path(
@@ -60,7 +60,8 @@ pub async fn create(
     retry: RetryKey,
 ) -> Result<HttpResponse, ApiError> {
     let retry = retry.for_body(&body);
-    Ok(HttpResponse::Created().json(entities::create(&state, &caller, &db, &body, retry).await?))
+    let values = parse_body(&body)?;
+    Ok(HttpResponse::Created().json(entities::create(&state, &caller, &db, values, retry).await?))
 }
 
 /// `POST /api/{db}/entity/{_id}`: adds (or overwrites) values → `{"_id","properties"}`.
@@ -92,7 +93,8 @@ pub async fn add_values(
 ) -> Result<HttpResponse, ApiError> {
     let (db, entity_id) = path.into_inner();
     let retry = retry.for_body(&body);
-    Ok(HttpResponse::Ok().json(entities::add_values(&state, &caller, &db, entity_id, &body, retry).await?))
+    let values = parse_body(&body)?;
+    Ok(HttpResponse::Ok().json(entities::add_values(&state, &caller, &db, entity_id, values, retry).await?))
 }
 
 /// `DELETE /api/{db}/entity/{_id}`: soft-deletes the entity → `{"deleted":true}`.
@@ -118,10 +120,7 @@ pub async fn delete(
     retry: RetryKey,
 ) -> Result<HttpResponse, ApiError> {
     let (db, entity_id) = path.into_inner();
-    state
-        .write_as(&caller, &db, WriteOp::DeleteEntity { entity_id }, retry.for_body(&[]))
-        .await?;
-    Ok(HttpResponse::Ok().json(Deleted { deleted: true }))
+    Ok(HttpResponse::Ok().json(entities::delete(&state, &caller, &db, entity_id, retry.for_body(&[])).await?))
 }
 
 /// `GET /api/{db}/entity/{_id}/aggregate`: re-computes the entity's formulas
@@ -145,18 +144,7 @@ pub async fn aggregate(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, entity_id) = path.into_inner();
-    let op = WriteOp::Aggregate {
-        entity_id: entity_id.clone(),
-    };
-    let outcome = state.write_as(&caller, &db, op, None).await?;
-    let queued = match outcome {
-        WriteOutcome::Aggregated { queued } => queued,
-        _ => 0,
-    };
-    Ok(HttpResponse::Ok().json(Aggregated {
-        id: entity_id,
-        queued: queued as u64,
-    }))
+    Ok(HttpResponse::Ok().json(entities::aggregate(&state, &caller, &db, entity_id).await?))
 }
 
 #[derive(Debug, serde::Deserialize)]

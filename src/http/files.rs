@@ -5,16 +5,14 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use serde_json::Value as Json;
 
 use super::views::files::{FileContent, SignedUrl, thumbnail_example};
 use super::views::responses::{InvalidToken, SourceTooLarge, ThumbnailRefused, ThumbnailUnavailable};
 use super::{AppState, Caller};
 use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::service::thumbnails;
 use crate::storage::ObjectKey;
 use crate::storage::local::{LocalStore, Refusal, Signed};
-use crate::storage::thumbnail::{self, ThumbnailError};
-use crate::view::access;
 
 /// `GET /api/{db}/entity/{_id}/thumbnail/{size}`: of the first file of `photo`.
 #[utoipa::path(
@@ -37,26 +35,7 @@ pub async fn entity_thumbnail(
     path: web::Path<(String, String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, id, size) = path.into_inner();
-    state.require_database(&db).await?;
-    let size = thumbnail::parse_size(&size)?;
-    let entity = {
-        let mut conn = state.pool.get().await?;
-        access::entity_doc(&mut conn, &db, &id, caller.person_in(&db)).await?
-    };
-    let photo = entity
-        .get("photo")
-        .and_then(Json::as_array)
-        .and_then(|photos| photos.iter().find(|photo| photo.get("filename").is_some()))
-        .ok_or_else(|| ApiError::not_found("The entity has no photo"))?;
-    if photo
-        .get("filetype")
-        .and_then(Json::as_str)
-        .is_some_and(|filetype| filetype.to_ascii_lowercase().starts_with("image/svg"))
-    {
-        return Err(ThumbnailError::Unsupported.into());
-    }
-    let value_id = photo.get("_id").and_then(Json::as_str).unwrap_or_default();
-    let url = state.files.thumbnail_url(&db, &id, value_id, size).await?;
+    let url = thumbnails::of_entity(&state, &caller, &db, &id, &size).await?;
     Ok(HttpResponse::Ok().json(SignedUrl { url }))
 }
 
@@ -81,19 +60,7 @@ pub async fn property_thumbnail(
     path: web::Path<(String, String, String)>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, id, size) = path.into_inner();
-    state.require_database(&db).await?;
-    let size = thumbnail::parse_size(&size)?;
-    let value = {
-        let mut conn = state.pool.get().await?;
-        access::shown_value(&mut conn, &db, &id, caller.person_in(&db)).await?
-    };
-    if value.filename.is_none() {
-        return Err(ThumbnailError::Unsupported.into());
-    }
-    let url = state
-        .files
-        .thumbnail_url(&db, &value.entity_id, &value.id, size)
-        .await?;
+    let url = thumbnails::of_value(&state, &caller, &db, &id, &size).await?;
     Ok(HttpResponse::Ok().json(SignedUrl { url }))
 }
 

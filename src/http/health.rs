@@ -1,10 +1,10 @@
 //! The service's identity and liveness.
 
 use actix_web::{HttpResponse, web};
-use diesel_async::RunQueryDsl;
 
 use super::AppState;
 use super::views::service::{About, Health, Ready};
+use crate::service::health::{Readiness, readiness};
 
 /// `GET /`: name and version.
 #[utoipa::path(
@@ -40,11 +40,7 @@ pub async fn health() -> HttpResponse {
     )
 )]
 pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
-    let database = match state.pool.get().await {
-        Ok(mut conn) => diesel::sql_query("SELECT 1").execute(&mut conn).await.is_ok(),
-        Err(_) => false,
-    };
-    let storage = state.files.store.check().await.is_ok();
+    let Readiness { database, storage } = readiness(&state).await;
     let body = Ready { database, storage };
     if database && storage {
         HttpResponse::Ok().json(body)

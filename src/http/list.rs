@@ -1,13 +1,15 @@
 //! `GET /api/{db}/entity`: list, filter, sort, group and page entities; large
-//! pages stream (`super::operations::list`).
+//! pages stream (`crate::service::list`).
 
+use actix_web::http::header::ContentType;
 use actix_web::{HttpRequest, HttpResponse, web};
 
-use super::operations;
-use super::views::entities::{ENTITY_LIST_DESCRIPTION, EntityList, entity_list_example};
 use super::views::responses::{InvalidToken, ReadUnavailable};
 use super::{AppState, Caller};
 use crate::error::{ApiError, ErrorBody};
+use crate::service;
+use crate::service::bodies::entities::{ENTITY_LIST_DESCRIPTION, EntityList, entity_list_example};
+use crate::service::list::ListAnswer;
 
 /// `GET /api/{db}/entity`: `{"entities":[...],"count":N,"limit":L,"skip":S}`.
 #[utoipa::path(
@@ -38,6 +40,11 @@ pub async fn list(
     db: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let answer = operations::list::list(&state, &caller, &db, req.query_string()).await?;
-    Ok(answer.into_response())
+    let answer = service::list::list(&state.service, &caller, &db, req.query_string()).await?;
+    let mut response = HttpResponse::Ok();
+    response.content_type(ContentType::json());
+    Ok(match answer {
+        ListAnswer::Whole(body) => response.body(body),
+        ListAnswer::Streamed(parts) => response.streaming(parts),
+    })
 }

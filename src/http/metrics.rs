@@ -4,8 +4,8 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use subtle::ConstantTimeEq;
 
 use super::{AppState, bearer};
-use crate::db::{Pool, formula_queue, reprojection_queue};
 use crate::error::{ApiError, ErrorBody};
+use crate::service::health;
 
 /// `metrics.token`: the Bearer token a scrape must carry; empty, none.
 pub struct MetricsToken(pub String);
@@ -34,21 +34,11 @@ pub async fn read(
         }
     }
     // The queue is shared by every process: counted in the database, now.
-    match queue_counts(&state.pool).await {
+    match health::queue_counts(&state).await {
         Ok((pending, parked, types)) => crate::metrics::background_queues(pending, parked, types),
         Err(error) => tracing::warn!(%error, "counting the background queues failed"),
     }
     Ok(HttpResponse::Ok()
         .content_type(crate::metrics::CONTENT_TYPE)
         .body(crate::metrics::render(&state.pool)))
-}
-
-async fn queue_counts(pool: &Pool) -> Result<(i64, i64, i64), String> {
-    let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-    let pending = formula_queue::pending(&mut conn).await.map_err(|e| e.to_string())?;
-    let parked = formula_queue::parked(&mut conn).await.map_err(|e| e.to_string())?;
-    let types = reprojection_queue::pending(&mut conn)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok((pending, parked, types))
 }

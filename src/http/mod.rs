@@ -16,7 +16,6 @@ pub mod new_db;
 pub mod oauth;
 pub mod oauth_client;
 pub mod openapi;
-pub mod operations;
 pub mod passkey;
 pub mod property;
 pub mod retry;
@@ -26,6 +25,8 @@ pub mod state;
 pub mod usage;
 pub mod views;
 
-pub use caller::{Caller, bearer, client_ip};
+pub use caller::{bearer, client_ip};
 pub use routes::{Endpoint, database_of_path, endpoints, routes};
 pub use state::AppState;
+
+pub use crate::service::Caller;

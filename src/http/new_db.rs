@@ -7,8 +7,8 @@ use utoipa::ToSchema;
 
 use super::views::responses::{InvalidToken, ReadUnavailable};
 use super::{AppState, Caller};
-use crate::db::databases;
 use crate::error::{ApiError, ErrorBody};
+use crate::service::databases;
 
 #[derive(Serialize, ToSchema)]
 pub struct Availability {
@@ -38,13 +38,7 @@ pub struct CreatedDatabase {
     )
 )]
 pub async fn available(state: web::Data<AppState>, db: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    let reason = match databases::name_problem(&db) {
-        Some(problem) => Some(problem),
-        None => {
-            let mut conn = state.pool.get().await?;
-            databases::exists(&mut conn, &db).await?.then_some("taken")
-        }
-    };
+    let reason = databases::unavailable(&state, &db).await?;
     Ok(HttpResponse::Ok().json(Availability {
         available: reason.is_none(),
         reason,
@@ -71,20 +65,8 @@ pub async fn create(
     caller: Caller,
     body: web::Json<NewDatabase>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require_write()?;
-    let claims = caller.claims.ok_or_else(ApiError::token_required)?;
-    let login = claims
-        .login()
-        .ok_or_else(|| ApiError::forbidden("Only a person signed in with a provider can create a database"))?;
     let name = body.into_inner().database;
-    databases::create_for_login(
-        &state.pool,
-        &name,
-        &login,
-        state.new_databases_per_day,
-        state.clock.now(),
-    )
-    .await?;
+    databases::create(&state, &caller, &name).await?;
     Ok(HttpResponse::Created().json(CreatedDatabase { db: name }))
 }
 

@@ -10,12 +10,12 @@ use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::views::entities::Entity;
 use super::views::responses::error_response;
-use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
-use super::views::writes::{Counter, DateInput, NewValue};
 use crate::auth::scope::{WRITE_CHALLENGE, write_refused};
 use crate::error::{ApiError, ErrorBody};
+use crate::service::bodies::entities::Entity;
+use crate::service::bodies::values::{Created, PropertyValue, Upload, UploadHeaders};
+use crate::service::bodies::writes::{Counter, DateInput, NewValue};
 
 #[derive(OpenApi)]
 #[openapi(

@@ -3,13 +3,13 @@
 use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
-use super::operations::values;
 use super::retry::{RetryHeader, RetryKey};
 use super::views::responses::{InvalidKey, InvalidToken, KeyReused, ReadUnavailable, TokenRequired, WriteUnavailable};
-use super::views::values::{PropertyValue, property_example};
-use super::views::writes::Deleted;
 use super::{AppState, Caller};
 use crate::error::{ApiError, ErrorBody};
+use crate::service::bodies::values::{PropertyValue, property_example};
+use crate::service::bodies::writes::Deleted;
+use crate::service::values;
 
 #[derive(Debug, Deserialize)]
 pub struct ReadQuery {

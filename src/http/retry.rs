@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use utoipa::IntoParams;
 
 use crate::error::{ApiError, ErrorCode};
-use crate::write::IdempotencyKey;
+use crate::service::IdempotencyKey;
 
 pub const HEADER: &str = "Idempotency-Key";
 /// The longest key taken.

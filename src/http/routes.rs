@@ -11,7 +11,7 @@ use super::{
     app_passkey, auth, duplicate_activity, entity, files, health, list, mcp, metrics, new_db, oauth, oauth_client,
     openapi, passkey, property, sign_in, usage,
 };
-use crate::db::databases;
+use crate::service::databases;
 use openapi::ServedDocument;
 
 /// One served route. The router serves [`endpoints`] and the OpenAPI

@@ -7,12 +7,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::forms::FormOrigin;
-use super::middleware::limits::RateLimits;
 use super::views::pages;
 use super::{AppState, client_ip};
 use crate::auth::login::{EMAIL_PROVIDER, PROVIDERS};
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::mail;
+use crate::service::rate_limits::RateLimits;
 use crate::sign_in::email::LinkAsked;
 use crate::sign_in::oidc::Returned;
 use crate::sign_in::{Completed, Lang, check_invite};
@@ -185,9 +185,7 @@ pub async fn send_link(
         .map(str::to_owned);
     form.invite.as_deref().map(check_invite).transpose()?;
     let email = mail::address(form.email.as_deref().unwrap_or_default())?;
-    if let Some(too_many) = limits.refuse_mail(email.as_ref(), &ip) {
-        return Ok(too_many);
-    }
+    limits.charge_mail(email.as_ref(), &ip)?;
     let lang = Lang::from_query(form.lang.as_deref());
     let asked = LinkAsked {
         email,

@@ -1,99 +1,25 @@
-//! The state every worker shares, and the writes made through it.
+//! The state every worker shares: the application's [`Service`] and what
+//! only the HTTP side needs.
 
 use std::net::IpAddr;
+use std::ops::Deref;
+use std::sync::Arc;
 
-use actix_web::web;
-use dashmap::DashSet;
-
-use super::Caller;
-use super::middleware::limits::RateLimits;
-use crate::actors::db_writer::Writers;
-use crate::auth::clock::Clock;
-use crate::auth::jwt::JwtKeys;
-use crate::db::{Pool, databases};
-use crate::error::ApiError;
-use crate::query::ExpensiveQueries;
-use crate::query::cache::AnswerCache;
-use crate::sign_in::login_checks::LoginChecks;
-use crate::usage::Usage;
-use crate::write::keys::prepare_keys;
-use crate::write::{IdempotencyKey, WriteOp, WriteOutcome, WriteRequest};
+use crate::service::Service;
 
 /// Shared state of every worker.
 pub struct AppState {
-    pub pool: Pool,
-    pub jwt: JwtKeys,
-    /// Whether accepted tokens' logins still stand, looked up now and then.
-    pub logins: LoginChecks,
-    pub writers: Writers,
+    /// What the operations run on; the state derefs to it.
+    pub service: Arc<Service>,
     pub trusted_proxies: Vec<IpAddr>,
-    pub clock: Clock,
-    pub usage: Usage,
-    pub files: crate::storage::files::FileService,
-    /// List answers reused while their database is unchanged; `None` when turned off.
-    pub answers: Option<AnswerCache>,
-    /// Most values one write may hold (`limits.max_values_per_write`).
-    pub max_values_per_write: usize,
-    /// The connections expensive list queries may hold at once.
-    pub expensive: ExpensiveQueries,
-    /// Databases seen to exist (databases are never removed while serving).
-    pub(crate) known_databases: DashSet<String>,
-    /// Sign-in flows: their state, mail, links.
-    pub sign_in: crate::sign_in::SignIn,
-    /// Databases one login may create a day (`limits.new_databases_per_day`).
-    pub new_databases_per_day: u32,
-    /// The rate limits; the handlers that send mail charge them too.
-    pub limits: web::Data<RateLimits>,
     /// The `Origin`s the MCP endpoint accepts (`mcp.allowed_origins` and the service's own).
     pub mcp_origins: Vec<String>,
 }
 
-impl AppState {
-    /// Has database `db`'s writer apply `op` for the caller's person there:
-    /// 403 `insufficient_scope` for a read-only token, 401 without a token,
-    /// 403 with one for other databases, 404 for an
-    /// unknown database. API keys the write asks for are hashed here, before
-    /// its turn, so the writer never waits for them. With `idempotency`, a
-    /// repeat of the write answers [`WriteOutcome::Replayed`].
-    pub async fn write_as(
-        &self,
-        caller: &Caller,
-        db: &str,
-        op: WriteOp,
-        idempotency: Option<IdempotencyKey>,
-    ) -> Result<WriteOutcome, ApiError> {
-        caller.require_write()?;
-        let actor = caller.require_person(db)?.to_owned();
-        self.require_database(db).await?;
-        let request = WriteRequest {
-            db: db.to_owned(),
-            actor,
-            op,
-            idempotency,
-        };
-        let keys = prepare_keys(&self.pool, &request).await?;
-        self.writers.write(request, keys).await
-    }
+impl Deref for AppState {
+    type Target = Service;
 
-    /// 404 unless database `db` exists.
-    pub async fn require_database(&self, db: &str) -> Result<(), ApiError> {
-        if self.known_database(db).await? {
-            Ok(())
-        } else {
-            Err(ApiError::not_found("Database not found"))
-        }
-    }
-
-    /// Whether database `db` exists.
-    pub async fn known_database(&self, db: &str) -> Result<bool, ApiError> {
-        if self.known_databases.contains(db) {
-            return Ok(true);
-        }
-        let mut conn = self.pool.get().await?;
-        let exists = databases::exists(&mut conn, db).await?;
-        if exists {
-            self.known_databases.insert(db.to_owned());
-        }
-        Ok(exists)
+    fn deref(&self) -> &Service {
+        &self.service
     }
 }

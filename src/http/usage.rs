@@ -5,6 +5,7 @@ use actix_web::{HttpResponse, web};
 use super::views::responses::{ReadUnavailable, TokenRequired};
 use super::{AppState, Caller};
 use crate::error::{ApiError, ErrorBody};
+use crate::service;
 use crate::usage::{UsageObject, usage_example};
 
 #[utoipa::path(
@@ -21,8 +22,5 @@ use crate::usage::{UsageObject, usage_example};
     )
 )]
 pub async fn read(state: web::Data<AppState>, caller: Caller, db: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    let db = db.into_inner();
-    caller.require_person(&db)?;
-    state.require_database(&db).await?;
-    Ok(HttpResponse::Ok().json(state.usage.of(&state.pool, &db).await?))
+    Ok(HttpResponse::Ok().json(service::usage::of(&state, &caller, &db).await?))
 }

@@ -1,8 +1,10 @@
 //! The Model Context Protocol as eds speaks it (streamable HTTP, JSON answers,
 //! stateless): JSON-RPC 2.0 messages, version negotiation, the `initialize`
 //! answer with the server's instructions, and the tool catalogue (`tools`).
-//! Pure code: the HTTP endpoint (`src/http/mcp/`) runs the calls.
+//! The HTTP endpoint (`src/http/mcp/`) carries the messages; `calls` runs
+//! the tools through the operations of `crate::service`.
 
+pub mod calls;
 pub mod tools;
 
 use serde_json::{Value as Json, json};

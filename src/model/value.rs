@@ -149,9 +149,15 @@ const FILE_FIELDS: [&str; 3] = ["filename", "filesize", "filetype"];
 pub fn parse_body(body: &[u8]) -> Result<Vec<ValueInput>, ApiError> {
     let json: Json = serde_json::from_slice(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("Malformed JSON body: {e}")))?;
+    parse_values(&json)
+}
+
+/// The values of a write body already read as JSON: an array of property
+/// objects, or one alone.
+pub fn parse_values(json: &Json) -> Result<Vec<ValueInput>, ApiError> {
     match json {
         Json::Array(items) => items.iter().map(parse_object).collect(),
-        Json::Object(_) => Ok(vec![parse_object(&json)?]),
+        Json::Object(_) => Ok(vec![parse_object(json)?]),
         _ => Err(malformed("the body must be a property object or an array of them")),
     }
 }

@@ -16,9 +16,9 @@ use super::views::mcp::{
 };
 use super::{AppState, Caller};
 use crate::auth::scope::SCOPES_SUPPORTED;
-use crate::db::databases;
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::mcp::{self, Message, PROTOCOL_VERSIONS, RpcError};
+use crate::service::databases;
 
 /// `POST /api/{db}/mcp`: one JSON-RPC message.
 #[utoipa::path(

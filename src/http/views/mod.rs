@@ -8,8 +8,6 @@
 
 pub mod auth;
 pub mod consent;
-pub mod duplicate_activity;
-pub mod entities;
 pub mod files;
 pub mod mcp;
 pub mod oauth;
@@ -17,5 +15,3 @@ pub mod pages;
 pub mod passkey_pages;
 pub mod responses;
 pub mod service;
-pub mod values;
-pub mod writes;

@@ -2,8 +2,8 @@
 //! `search_entities` and `get_entity_type`): whole, from the answer cache when
 //! it is on, or streamed a chunk at a time when the page is long.
 
-use actix_web::http::header::ContentType;
-use actix_web::{HttpResponse, web};
+use std::sync::Arc;
+
 use bytes::Bytes;
 use diesel_async::AsyncPgConnection;
 use futures_util::StreamExt;
@@ -13,11 +13,11 @@ use serde_json::Value as Json;
 use crate::db::generation;
 use crate::db::values::EntityRow;
 use crate::error::{ApiError, ErrorCode};
-use crate::http::views::entities::EntityList;
-use crate::http::{AppState, Caller};
 use crate::query::ListQuery;
 use crate::query::cache::AnswerKey;
 use crate::query::sql::{self, ListResult};
+use crate::service::bodies::entities::EntityList;
+use crate::service::{Caller, Service};
 use crate::view::{self};
 
 /// The JSON body of a list answer: read whole, or a stream of its parts.
@@ -27,16 +27,6 @@ pub enum ListAnswer {
 }
 
 impl ListAnswer {
-    /// The 200 answering it.
-    pub fn into_response(self) -> HttpResponse {
-        let mut response = HttpResponse::Ok();
-        response.content_type(ContentType::json());
-        match self {
-            ListAnswer::Whole(body) => response.body(body),
-            ListAnswer::Streamed(parts) => response.streaming(parts),
-        }
-    }
-
     /// The whole body, a streamed one read to its end.
     pub async fn into_bytes(self) -> Result<Bytes, ApiError> {
         match self {
@@ -55,23 +45,23 @@ impl ListAnswer {
 /// `{"entities":[...],"count":N,"limit":L,"skip":S}` for the query string
 /// `query_string` (without its `?`), as `caller` sees it.
 pub async fn list(
-    state: &web::Data<AppState>,
+    service: &Arc<Service>,
     caller: &Caller,
     db: &str,
     query_string: &str,
 ) -> Result<ListAnswer, ApiError> {
-    state.require_database(db).await?;
+    service.require_database(db).await?;
     let params: Vec<(String, String)> = serde_urlencoded::from_str(query_string)
         .map_err(|_| ApiError::new(ErrorCode::InvalidQuery, "Malformed query string"))?;
     let query = ListQuery::parse(&params)?;
     let person = caller.person_in(db);
     if sql::is_streamed(&query) {
-        return streamed_list(state.clone(), db.to_owned(), person.map(str::to_owned), query).await;
+        return streamed_list(service.clone(), db.to_owned(), person.map(str::to_owned), query).await;
     }
-    let body = match &state.answers {
+    let body = match &service.answers {
         Some(answers) => {
             // databases are never removed while serving
-            let generation = generation::generation(&mut *state.pool.get().await?, db)
+            let generation = generation::generation(&mut *service.pool.get().await?, db)
                 .await?
                 .unwrap_or_default();
             let key = AnswerKey {
@@ -83,17 +73,52 @@ pub async fn list(
             // The connection is taken only to compute, not while waiting for
             // another caller's computation of the same answer.
             let compute = async {
-                let _permit = state.expensive.admit(&query).await?;
-                list_answer(&mut *state.pool.get().await?, db, person, &query).await
+                let _permit = service.expensive.admit(&query).await?;
+                list_answer(&mut *service.pool.get().await?, db, person, &query).await
             };
             answers.get_or_compute(key, compute).await?
         }
         None => {
-            let _permit = state.expensive.admit(&query).await?;
-            list_answer(&mut *state.pool.get().await?, db, person, &query).await?
+            let _permit = service.expensive.admit(&query).await?;
+            list_answer(&mut *service.pool.get().await?, db, person, &query).await?
         }
     };
     Ok(ListAnswer::Whole(body))
+}
+
+/// The documents of the page of the list query string `query_string` (no
+/// `group`), as `caller` sees them: what [`list`] answers under
+/// `entities`, read a chunk at a time as a long page is streamed, and kept
+/// as JSON values for the operations that look into them.
+pub async fn documents(
+    service: &Service,
+    caller: &Caller,
+    db: &str,
+    query_string: &str,
+) -> Result<Vec<Json>, ApiError> {
+    service.require_database(db).await?;
+    let params: Vec<(String, String)> = serde_urlencoded::from_str(query_string)
+        .map_err(|_| ApiError::new(ErrorCode::InvalidQuery, "Malformed query string"))?;
+    let query = ListQuery::parse(&params)?;
+    let person = caller.person_in(db);
+    let mut chunks = {
+        let _permit = service.expensive.admit(&query).await?;
+        sql::Chunks::start(&mut *service.pool.get().await?, db, person, &query).await?
+    };
+    let mut docs = Vec::new();
+    loop {
+        let _permit = service.expensive.admit(&query).await?;
+        let mut conn = service.pool.get().await?;
+        let Some(entities) = chunks.next(&mut conn).await? else {
+            return Ok(docs);
+        };
+        let mut part: Vec<Json> = entities
+            .into_iter()
+            .filter_map(|entity| listed_doc(entity, person, &query))
+            .collect();
+        view::resolve_references(&mut conn, db, person, &mut part).await?;
+        docs.append(&mut part);
+    }
 }
 
 /// An entity's document as the caller sees it, with only the query's `props`;
@@ -168,17 +193,17 @@ async fn list_answer(
 /// answering, so a query failing at once answers its error; a later failure
 /// aborts the body (never a 200 whose JSON looks whole).
 async fn streamed_list(
-    state: web::Data<AppState>,
+    service: Arc<Service>,
     db: String,
     person: Option<String>,
     query: ListQuery,
 ) -> Result<ListAnswer, ApiError> {
     let chunks = {
-        let _permit = state.expensive.admit(&query).await?;
-        sql::Chunks::start(&mut *state.pool.get().await?, &db, person.as_deref(), &query).await?
+        let _permit = service.expensive.admit(&query).await?;
+        sql::Chunks::start(&mut *service.pool.get().await?, &db, person.as_deref(), &query).await?
     };
     let mut page = StreamedPage {
-        state,
+        service,
         db,
         person,
         query,
@@ -204,7 +229,7 @@ async fn streamed_list(
 
 /// The state of a streamed answer between its parts.
 struct StreamedPage {
-    state: web::Data<AppState>,
+    service: Arc<Service>,
     db: String,
     person: Option<String>,
     query: ListQuery,
@@ -221,8 +246,8 @@ impl StreamedPage {
         if self.finished {
             return Ok(None);
         }
-        let _permit = self.state.expensive.admit(&self.query).await?;
-        let mut conn = self.state.pool.get().await?;
+        let _permit = self.service.expensive.admit(&self.query).await?;
+        let mut conn = self.service.pool.get().await?;
         let mut part = Vec::new();
         match self.chunks.next(&mut conn).await? {
             Some(entities) => {

@@ -12,7 +12,7 @@ use super::values::PropertyValue;
 /// `GET /api/{db}/entity`. A grouped query's rows have no `_id` but `_count`,
 /// and `count` is the number of groups.
 // A page longer than a chunk is streamed in this shape, written field by
-// field (`http::operations::list`).
+// field (`service::list`).
 #[derive(Serialize, ToSchema)]
 pub struct EntityList {
     #[schema(value_type = Vec<ListRow>)]

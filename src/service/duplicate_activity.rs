@@ -7,11 +7,11 @@ use serde_json::{Map, Value as Json};
 
 use crate::db::activity::{self, Event};
 use crate::error::{ApiError, ErrorCode};
-use crate::http::views::duplicate_activity::Activity;
-use crate::http::views::writes::Written;
-use crate::http::{AppState, Caller};
 use crate::model::json::format_datetime;
 use crate::query::DEFAULT_LIMIT;
+use crate::service::bodies::duplicate_activity::Activity;
+use crate::service::bodies::writes::Written;
+use crate::service::{Caller, Service};
 use crate::view::access;
 use crate::write::{Duplication, WriteOp, WriteOutcome};
 
@@ -26,7 +26,7 @@ const MAX_ACTIVITY_SKIP: usize = 10_000;
 /// optional; no body is `{}`) of entity `entity_id`, all in one write;
 /// answers each copy as a create answers its entity.
 pub async fn duplicate(
-    state: &AppState,
+    service: &Service,
     caller: &Caller,
     db: &str,
     entity_id: String,
@@ -38,9 +38,9 @@ pub async fn duplicate(
         entity_id,
         count,
         ignored,
-        max_values: state.max_values_per_write,
+        max_values: service.max_values_per_write,
     };
-    let outcome = state
+    let outcome = service
         .write_as(caller, db, WriteOp::DuplicateEntity(duplication), None)
         .await?;
     let WriteOutcome::Copies(copies) = outcome.first() else {
@@ -52,7 +52,7 @@ pub async fn duplicate(
             return Err(ApiError::internal("write", "a copy answered another outcome"));
         };
         // files are not copied: no value waits for an upload
-        answers.push(Written::signed(&state.files, db, entity_id, &values, &HashSet::new()).await?);
+        answers.push(Written::signed(&service.files, db, entity_id, &values, &HashSet::new()).await?);
     }
     Ok(answers)
 }
@@ -89,7 +89,7 @@ fn duplicate_body(body: &[u8]) -> Result<(usize, Vec<String>), ApiError> {
 /// A page of the values person `person_id` wrote or deleted, newest first,
 /// on the entities the caller may read in full (as `history` needs).
 pub async fn activity(
-    state: &AppState,
+    service: &Service,
     caller: &Caller,
     db: &str,
     person_id: &str,
@@ -101,8 +101,8 @@ pub async fn activity(
         .filter(|limit| *limit > 0)
         .unwrap_or(DEFAULT_LIMIT as usize);
     let skip = page_number("skip", skip, MAX_ACTIVITY_SKIP)?.unwrap_or(0);
-    state.require_database(db).await?;
-    let mut conn = state.pool.get().await?;
+    service.require_database(db).await?;
+    let mut conn = service.pool.get().await?;
     access::entity_level(&mut conn, db, person_id, Some(reader)).await?;
     // a change holds at most two events: a value deleted, one written
     let needed = 2 * (skip + limit) as i64;

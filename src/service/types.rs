@@ -3,13 +3,11 @@
 //! resource): types are entities of type `entity`, definitions entities of
 //! type `property` whose `_parent` is their type.
 
-use actix_web::web;
-use serde_json::{Value as Json, json};
-
-use super::list::list;
+use super::list::documents;
 use crate::error::ApiError;
-use crate::http::{AppState, Caller};
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
+use crate::service::{Caller, Service};
+use serde_json::{Value as Json, json};
 
 /// Most types, and most definitions, one answer holds.
 const MOST: &str = "10000";
@@ -40,13 +38,8 @@ pub fn definitions_query(type_ids: &[&str]) -> String {
 /// each type the caller sees (only the one named `name`, if given) with the
 /// definitions of it the caller sees, each as the list query shows it; 404
 /// when a named type is not seen.
-pub async fn entity_types(
-    state: &web::Data<AppState>,
-    caller: &Caller,
-    db: &str,
-    name: Option<&str>,
-) -> Result<Json, ApiError> {
-    let types = entities(state, caller, db, &types_query(name)).await?;
+pub async fn entity_types(service: &Service, caller: &Caller, db: &str, name: Option<&str>) -> Result<Json, ApiError> {
+    let types = documents(service, caller, db, &types_query(name)).await?;
     if types.is_empty() && name.is_some() {
         return Err(ApiError::not_found("Entity type not found"));
     }
@@ -54,7 +47,7 @@ pub async fn entity_types(
     let definitions = if ids.is_empty() {
         Vec::new()
     } else {
-        entities(state, caller, db, &definitions_query(&ids)).await?
+        documents(service, caller, db, &definitions_query(&ids)).await?
     };
     let described: Vec<Json> = types
         .iter()
@@ -77,14 +70,4 @@ fn parents(doc: &Json) -> impl Iterator<Item = &str> {
         .into_iter()
         .flatten()
         .filter_map(|parent| parent["reference"].as_str())
-}
-
-/// The `entities` of a list query's answer.
-async fn entities(state: &web::Data<AppState>, caller: &Caller, db: &str, query: &str) -> Result<Vec<Json>, ApiError> {
-    let body = list(state, caller, db, query).await?.into_bytes().await?;
-    let mut answer: Json = serde_json::from_slice(&body).map_err(|error| ApiError::internal("entity types", error))?;
-    match answer["entities"].take() {
-        Json::Array(entities) => Ok(entities),
-        _ => Err(ApiError::internal("entity types", "a list answer without entities")),
-    }
 }

@@ -8,14 +8,14 @@ use std::collections::HashSet;
 
 use crate::db::values;
 use crate::error::ApiError;
-use crate::http::{AppState, Caller};
 use crate::rights::{Right, has_right};
+use crate::service::{Caller, Service};
 use crate::write::WrittenValue;
 
 /// The ids of the file values among `written` (on entity `entity_id`) that
 /// get an upload; `repeat` when the write was a repeat of a recorded one.
 pub async fn signed_values(
-    state: &AppState,
+    service: &Service,
     caller: &Caller,
     db: &str,
     entity_id: &str,
@@ -33,7 +33,7 @@ pub async fn signed_values(
     let Some(person) = caller.person_in(db) else {
         return Ok(open);
     };
-    let mut conn = state.pool.get().await?;
+    let mut conn = service.pool.get().await?;
     let may_write = values::live_entity(&mut conn, db, entity_id, false)
         .await?
         .is_some_and(|entity| has_right(&entity.lists(), person, Right::Editor));
@@ -47,7 +47,7 @@ pub async fn signed_values(
         .collect();
     drop(conn);
     for row in files.filter(|row| live.contains(&row.id)) {
-        if !state.files.is_stored(db, row).await? {
+        if !service.files.is_stored(db, row).await? {
             open.insert(row.id.clone());
         }
     }

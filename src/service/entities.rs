@@ -3,72 +3,70 @@
 
 use crate::db::values::{self};
 use crate::error::ApiError;
-use crate::http::operations::{invitations, uploads};
-use crate::http::views::entities::{EntityRead, History};
-use crate::http::views::writes::Written;
-use crate::http::{AppState, Caller};
-use crate::model::value::{ValueInput, parse_body};
+use crate::model::value::ValueInput;
 use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
 use crate::query::DEFAULT_LIMIT;
 use crate::rights::ViewLevel;
+use crate::service::bodies::entities::{EntityRead, History};
+use crate::service::bodies::writes::{Aggregated, Deleted, Written};
+use crate::service::{Caller, Service};
+use crate::service::{invitations, uploads};
 use crate::view::{self, access};
 use crate::write::validate;
 use crate::write::{IdempotencyKey, WriteOp, WriteOutcome};
 
 /// The entity `id` as `caller` may see it, references resolved.
-pub async fn read(state: &AppState, caller: &Caller, db: &str, id: &str) -> Result<EntityRead, ApiError> {
-    state.require_database(db).await?;
-    let mut conn = state.pool.get().await?;
+pub async fn read(service: &Service, caller: &Caller, db: &str, id: &str) -> Result<EntityRead, ApiError> {
+    service.require_database(db).await?;
+    let mut conn = service.pool.get().await?;
     let person = caller.person_in(db);
     let entity = access::entity_read(&mut conn, db, id, person).await?;
     Ok(EntityRead { entity })
 }
 
-/// Creates an entity of the values in `body` (a JSON array of values, or one value).
-/// With `retry`, a repeat answers the first write's entity.
+/// Creates an entity of `values`. With `retry`, a repeat answers the first
+/// write's entity.
 pub async fn create(
-    state: &AppState,
+    service: &Service,
     caller: &Caller,
     db: &str,
-    body: &[u8],
+    values: Vec<ValueInput>,
     retry: Option<IdempotencyKey>,
 ) -> Result<Written, ApiError> {
-    let values = parse_body(body)?;
-    validate::check_size(&values, state.max_values_per_write)?;
+    validate::check_size(&values, service.max_values_per_write)?;
     refuse_oauth_credentials(caller, &values)?;
-    let outcome = state
+    let outcome = service
         .write_as(caller, db, WriteOp::CreateEntity { values }, retry)
         .await?;
-    written(state, caller, db, outcome).await
+    written(service, caller, db, outcome).await
 }
 
-/// Adds (or, by `_id`, overwrites) the values in `body` on entity `entity_id`,
-/// and mails the invitations among them. With `retry`, a repeat answers the
+/// Adds (or, by `_id`, overwrites) `values` on entity `entity_id`, and
+/// mails the invitations among them. With `retry`, a repeat answers the
 /// first write's values (and mails nothing again).
 pub async fn add_values(
-    state: &AppState,
+    service: &Service,
     caller: &Caller,
     db: &str,
     entity_id: String,
-    body: &[u8],
+    values: Vec<ValueInput>,
     retry: Option<IdempotencyKey>,
 ) -> Result<Written, ApiError> {
-    let values = parse_body(body)?;
-    validate::check_size(&values, state.max_values_per_write)?;
+    validate::check_size(&values, service.max_values_per_write)?;
     refuse_oauth_credentials(caller, &values)?;
-    let charged = invitations::charge(state, caller, db, &entity_id, &values, retry.as_ref()).await?;
+    let charged = invitations::charge(service, caller, db, &entity_id, &values, retry.as_ref()).await?;
     let op = WriteOp::AddValues { entity_id, values };
-    let outcome = match state.write_as(caller, db, op, retry).await {
+    let outcome = match service.write_as(caller, db, op, retry).await {
         Ok(outcome) => outcome,
         Err(error) => {
             if let Some(charged) = charged {
-                state.limits.refund(charged);
+                service.limits.refund(charged);
             }
             return Err(error);
         }
     };
-    invitations::mail(state, caller, db, &outcome, charged).await?;
-    written(state, caller, db, outcome).await
+    invitations::mail(service, caller, db, &outcome, charged).await?;
+    written(service, caller, db, outcome).await
 }
 
 /// 403 when a token of the OAuth server writes a credential: an API key or a login.
@@ -84,15 +82,50 @@ fn refuse_oauth_credentials(caller: &Caller, values: &[ValueInput]) -> Result<()
 
 /// The answer to values written: what the write stored, file values signed
 /// (on a repeat, only those whose upload is still open to the caller).
-async fn written(state: &AppState, caller: &Caller, db: &str, outcome: WriteOutcome) -> Result<Written, ApiError> {
+async fn written(service: &Service, caller: &Caller, db: &str, outcome: WriteOutcome) -> Result<Written, ApiError> {
     let repeat = matches!(outcome, WriteOutcome::Replayed(_));
     match outcome.first() {
         WriteOutcome::Written { entity_id, values } => {
-            let to_sign = uploads::signed_values(state, caller, db, &entity_id, &values, repeat).await?;
-            Written::signed(&state.files, db, entity_id, &values, &to_sign).await
+            let to_sign = uploads::signed_values(service, caller, db, &entity_id, &values, repeat).await?;
+            Written::signed(&service.files, db, entity_id, &values, &to_sign).await
         }
         _ => Err(ApiError::internal("write", "a value write answered another outcome")),
     }
+}
+
+/// Soft-deletes entity `entity_id` (with `retry`, a repeat answers the same).
+pub async fn delete(
+    service: &Service,
+    caller: &Caller,
+    db: &str,
+    entity_id: String,
+    retry: Option<IdempotencyKey>,
+) -> Result<Deleted, ApiError> {
+    service
+        .write_as(caller, db, WriteOp::DeleteEntity { entity_id }, retry)
+        .await?;
+    Ok(Deleted { deleted: true })
+}
+
+/// Re-computes entity `entity_id`'s formulas now (after external changes)
+/// and queues those of its dependents.
+pub async fn aggregate(
+    service: &Service,
+    caller: &Caller,
+    db: &str,
+    entity_id: String,
+) -> Result<Aggregated, ApiError> {
+    let op = WriteOp::Aggregate {
+        entity_id: entity_id.clone(),
+    };
+    let queued = match service.write_as(caller, db, op, None).await? {
+        WriteOutcome::Aggregated { queued } => queued,
+        _ => 0,
+    };
+    Ok(Aggregated {
+        id: entity_id,
+        queued: queued as u64,
+    })
 }
 
 /// Most changes one history page returns.
@@ -102,7 +135,7 @@ const MAX_HISTORY_PAGE: usize = 1000;
 /// public or domain visibility alone). `limit` and `skip` are taken as the
 /// query string gives them: what is not a number is the default.
 pub async fn history(
-    state: &AppState,
+    service: &Service,
     caller: &Caller,
     db: &str,
     id: &str,
@@ -110,8 +143,8 @@ pub async fn history(
     skip: Option<&str>,
 ) -> Result<History, ApiError> {
     let person = caller.require_person(db)?;
-    state.require_database(db).await?;
-    let mut conn = state.pool.get().await?;
+    service.require_database(db).await?;
+    let mut conn = service.pool.get().await?;
     if access::entity_level(&mut conn, db, id, Some(person)).await? != ViewLevel::Full {
         return Err(ApiError::forbidden("History needs _viewer or higher"));
     }

@@ -4,8 +4,8 @@
 use serde_json::{Value as Json, json};
 
 use crate::error::ApiError;
-use crate::http::views::writes::Deleted;
-use crate::http::{AppState, Caller};
+use crate::service::bodies::writes::Deleted;
+use crate::service::{Caller, Service};
 use crate::view::{self, access};
 use crate::write::{IdempotencyKey, WriteOp};
 
@@ -17,9 +17,9 @@ pub struct ShownValue {
 }
 
 /// Value `id` as `caller` may see it.
-pub async fn read(state: &AppState, caller: &Caller, db: &str, id: &str) -> Result<ShownValue, ApiError> {
-    state.require_database(db).await?;
-    let mut conn = state.pool.get().await?;
+pub async fn read(service: &Service, caller: &Caller, db: &str, id: &str) -> Result<ShownValue, ApiError> {
+    service.require_database(db).await?;
+    let mut conn = service.pool.get().await?;
     let person = caller.person_in(db);
     let value = access::shown_value(&mut conn, db, id, person).await?;
     // References resolve inside an entity document; wrap the value in one.
@@ -27,7 +27,7 @@ pub async fn read(state: &AppState, caller: &Caller, db: &str, id: &str) -> Resu
     view::resolve_references(&mut conn, db, person, &mut docs).await?;
     let [mut doc] = docs;
     let mut resolved = doc[&value.prop][0].take();
-    let url = state.files.download_url(db, &value).await?;
+    let url = service.files.download_url(db, &value).await?;
     if let Some(url) = &url {
         resolved["url"] = Json::String(url.clone());
     }
@@ -37,13 +37,13 @@ pub async fn read(state: &AppState, caller: &Caller, db: &str, id: &str) -> Resu
 /// Soft-deletes value `value_id` through the database's writer (with
 /// `retry`, a repeat answers the same).
 pub async fn delete(
-    state: &AppState,
+    service: &Service,
     caller: &Caller,
     db: &str,
     value_id: String,
     retry: Option<IdempotencyKey>,
 ) -> Result<Deleted, ApiError> {
-    state
+    service
         .write_as(caller, db, WriteOp::DeleteValue { value_id }, retry)
         .await?;
     Ok(Deleted { deleted: true })

@@ -6,12 +6,12 @@
 
 use crate::db::{idempotency, values};
 use crate::error::{ApiError, ErrorCode};
-use crate::http::middleware::limits::Charged;
-use crate::http::{AppState, Caller};
 use crate::mail;
 use crate::model::LOGIN_PROPERTY;
 use crate::model::stored::ValueRow;
 use crate::model::value::{Value, ValueInput};
+use crate::service::rate_limits::Charged;
+use crate::service::{Caller, Service};
 use crate::view::access;
 use crate::write::{IdempotencyKey, WriteOp, WriteOutcome};
 
@@ -20,7 +20,7 @@ use crate::write::{IdempotencyKey, WriteOp, WriteOutcome};
 /// anyway (no person in `db`, an entity the caller cannot see, no `email`)
 /// and a repeat of a recorded write are not charged: they mail nothing.
 pub async fn charge(
-    state: &AppState,
+    service: &Service,
     caller: &Caller,
     db: &str,
     entity_id: &str,
@@ -33,9 +33,9 @@ pub async fn charge(
     let Some(person) = caller.person_in(db).filter(|_| invites) else {
         return Ok(None);
     };
-    let mut conn = state.pool.get().await?;
+    let mut conn = service.pool.get().await?;
     if let Some(key) = retry
-        && idempotency::recorded(&mut conn, db, person, &key.key, state.clock.now())
+        && idempotency::recorded(&mut conn, db, person, &key.key, service.clock.now())
             .await?
             .is_some()
     {
@@ -52,7 +52,7 @@ pub async fn charge(
         return Ok(None);
     };
     let entity = format!("{db}/{entity_id}");
-    state
+    service
         .limits
         .charge_invitation(&entity, to.as_ref(), &caller.ip)
         .map(Some)
@@ -79,16 +79,16 @@ fn recipient(live: &[ValueRow], written: &[ValueInput]) -> Option<String> {
 /// pending that nobody was told of. What was charged and not mailed is
 /// given back.
 pub async fn mail(
-    state: &AppState,
+    service: &Service,
     caller: &Caller,
     db: &str,
     outcome: &WriteOutcome,
     charged: Option<Charged>,
 ) -> Result<(), ApiError> {
-    let mut conn = state.pool.get().await?;
-    let mailed = state
+    let mut conn = service.pool.get().await?;
+    let mailed = service
         .sign_in
-        .mail_invitations(&mut conn, &state.jwt, db, outcome, state.clock.now())
+        .mail_invitations(&mut conn, &service.jwt, db, outcome, service.clock.now())
         .await;
     drop(conn);
     let invited = match outcome {
@@ -100,7 +100,7 @@ pub async fn mail(
     if let Some(charged) = charged
         && (!invited || mailed.is_err())
     {
-        state.limits.refund(charged);
+        service.limits.refund(charged);
     }
     if mailed.is_err()
         && let WriteOutcome::Written { values, .. } = outcome
@@ -109,7 +109,7 @@ pub async fn mail(
             let op = WriteOp::DeleteValue {
                 value_id: value.row.id.clone(),
             };
-            state.write_as(caller, db, op, None).await?;
+            service.write_as(caller, db, op, None).await?;
         }
     }
     mailed

@@ -1,0 +1,27 @@
+//! The application layer: what a REST route and an MCP tool both do, in one
+//! place. Each operation takes the [`Service`], the [`Caller`] and typed
+//! arguments, and answers the typed body (or the error) the route answers,
+//! so the REST handlers keep only the HTTP glue and the MCP tools
+//! (`src/mcp/calls.rs`) answer exactly what REST answers the same caller.
+//! No actix or JSON-RPC type lives here.
+
+pub mod accounts;
+pub mod bodies;
+pub mod caller;
+pub mod databases;
+pub mod duplicate_activity;
+pub mod entities;
+pub mod health;
+pub mod invitations;
+pub mod list;
+pub mod rate_limits;
+pub mod state;
+pub mod thumbnails;
+pub mod types;
+pub mod uploads;
+pub mod usage;
+pub mod values;
+
+pub use crate::write::IdempotencyKey;
+pub use caller::Caller;
+pub use state::Service;
