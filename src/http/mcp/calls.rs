@@ -8,7 +8,9 @@ use serde_json::{Value as Json, json};
 use crate::error::{ApiError, ErrorCode};
 use crate::http::operations::{entities, list, types, values};
 use crate::http::{AppState, Caller};
-use crate::mcp::tools::{CallError, ToolCall, catalogue};
+use crate::mcp::catalogue::catalogue;
+use crate::mcp::resources::{self, Resource};
+use crate::mcp::tools::{CallError, ToolCall};
 use crate::mcp::{self, RpcError};
 
 /// The result of request `method` with `params`, for `caller` in `db`.
@@ -24,11 +26,12 @@ pub async fn answer(
             params["protocolVersion"].as_str(),
             env!("CARGO_PKG_VERSION"),
         )),
+        "server/discover" => Ok(mcp::discover_result(env!("CARGO_PKG_VERSION"))),
         "ping" => Ok(json!({})),
         "tools/list" => Ok(catalogue()),
         "tools/call" => call(state, caller, db, params).await,
-        "resources/list" => Ok(json!({"resources": [schema_resource(db)]})),
-        "resources/templates/list" => Ok(json!({"resourceTemplates": []})),
+        "resources/list" => Ok(resources::listed(db)),
+        "resources/templates/list" => Ok(resources::templates(db)),
         "resources/read" => read_resource(state, caller, db, params).await,
         _ => Err(RpcError::new(
             RpcError::METHOD_NOT_FOUND,
@@ -37,7 +40,8 @@ pub async fn answer(
     }
 }
 
-/// `tools/call`: the REST answer as text; a REST error as text with `isError`.
+/// `tools/call`: the REST answer as text and as `structuredContent`; a REST
+/// error as text with `isError`.
 async fn call(state: &web::Data<AppState>, caller: &Caller, db: &str, params: &Json) -> Result<Json, RpcError> {
     let name = params["name"]
         .as_str()
@@ -49,11 +53,17 @@ async fn call(state: &web::Data<AppState>, caller: &Caller, db: &str, params: &J
         }
         Err(CallError::BadArguments(message)) => Err(ApiError::new(ErrorCode::BadRequest, message)),
     };
-    let (text, is_error) = match answer {
-        Ok(text) => (text, false),
-        Err(error) => (text_of(&error.body()), true),
-    };
-    Ok(json!({"content": [{"type": "text", "text": text}], "isError": is_error}))
+    Ok(match answer {
+        Ok(text) => {
+            let structured = match serde_json::from_str(&text) {
+                Ok(object @ Json::Object(_)) => object,
+                // structuredContent is an object: any other answer goes under `result`.
+                other => json!({"result": other.unwrap_or(Json::Null)}),
+            };
+            json!({"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": false})
+        }
+        Err(error) => json!({"content": [{"type": "text", "text": text_of(&error.body())}], "isError": true}),
+    })
 }
 
 /// The JSON text the REST route answers for `call`.
@@ -70,32 +80,18 @@ async fn run(state: &web::Data<AppState>, caller: &Caller, db: &str, call: ToolC
             let (limit, skip) = (limit.as_deref(), skip.as_deref());
             text_of(&entities::history(state, caller, db, &id, limit, skip).await?)
         }
-        ToolCall::CreateEntity { properties } => {
-            text_of(&entities::create(state, caller, db, &body_of(&properties), None).await?)
+        ToolCall::CreateEntity { properties, retry } => {
+            text_of(&entities::create(state, caller, db, &body_of(&properties), retry).await?)
         }
-        ToolCall::AddProperties { id, properties } => {
-            text_of(&entities::add_values(state, caller, db, id, &body_of(&properties), None).await?)
+        ToolCall::AddProperties { id, properties, retry } => {
+            text_of(&entities::add_values(state, caller, db, id, &body_of(&properties), retry).await?)
         }
-        ToolCall::DeleteProperty { id } => text_of(&values::delete(state, caller, db, id, None).await?),
+        ToolCall::DeleteProperty { id, retry } => text_of(&values::delete(state, caller, db, id, retry).await?),
     })
 }
 
-/// The URI of the schema resource of `db`.
-pub fn schema_uri(db: &str) -> String {
-    format!("eds://{db}/schema")
-}
-
-fn schema_resource(db: &str) -> Json {
-    json!({
-        "uri": schema_uri(db),
-        "name": "schema",
-        "title": format!("The entity types of {db}"),
-        "description": "The entity types with their property definitions, as the tool get_entity_type answers them",
-        "mimeType": "application/json",
-    })
-}
-
-/// `resources/read` of the schema resource: what `get_entity_type` answers without a name.
+/// `resources/read`: the schema as `get_entity_type` answers it without a
+/// name, an entity as `get_entity` answers it (not found unless the caller may read it).
 async fn read_resource(
     state: &web::Data<AppState>,
     caller: &Caller,
@@ -103,16 +99,17 @@ async fn read_resource(
     params: &Json,
 ) -> Result<Json, RpcError> {
     let uri = params["uri"].as_str().unwrap_or_default();
-    if uri != schema_uri(db) {
-        return Err(RpcError::new(
-            RpcError::RESOURCE_NOT_FOUND,
-            format!("Resource not found: {uri}"),
-        ));
-    }
-    let schema = types::entity_types(state, caller, db, None)
-        .await
-        .map_err(|error| RpcError::new(RpcError::INTERNAL_ERROR, error.message.to_string()))?;
-    Ok(json!({"contents": [{"uri": uri, "mimeType": "application/json", "text": text_of(&schema)}]}))
+    let not_found = || RpcError::new(RpcError::RESOURCE_NOT_FOUND, format!("Resource not found: {uri}"));
+    let internal = |error: ApiError| RpcError::new(RpcError::INTERNAL_ERROR, error.message.to_string());
+    let text = match Resource::parse(db, uri).ok_or_else(not_found)? {
+        Resource::Schema => text_of(&types::entity_types(state, caller, db, None).await.map_err(internal)?),
+        Resource::Entity(id) => match entities::read(state, caller, db, &id).await {
+            Ok(entity) => text_of(&entity),
+            Err(error) if matches!(error.status().as_u16(), 400 | 404) => return Err(not_found()),
+            Err(error) => return Err(internal(error)),
+        },
+    };
+    Ok(json!({"contents": [{"uri": uri, "mimeType": "application/json", "text": text}]}))
 }
 
 /// A body as the REST route answers it.
