@@ -830,6 +830,7 @@ async fn server_discover_lists_the_protocol_versions_served() {
     }
     assert_eq!(result["serverInfo"]["name"], "eds");
     assert_eq!(result["capabilities"], json!({"tools": {}, "resources": {}}));
+    assert_eq!(result["resultType"], "complete");
 }
 
 #[tokio::test]
@@ -854,19 +855,19 @@ async fn an_unsupported_or_mismatched_protocol_version_is_refused_with_400() {
             (response.status().as_u16(), response.json::<Json>().await.unwrap())
         }
     };
-    for (header, meta) in [
-        (Some("2025-06-18"), None),
-        (Some("2025-11-25"), None),
-        (Some("2026-07-28"), Some("2026-07-28")),
-        (None, Some("2026-07-28")),
-        (None, None),
-    ] {
+    for (header, meta) in [(Some("2025-06-18"), None), (Some("2025-11-25"), None), (None, None)] {
         let (status, body) = send(header, meta).await;
         assert_eq!(
             (status, &body["result"]),
             (200, &json!({})),
             "{header:?} {meta:?}: {body}"
         );
+    }
+    // A 2026-07-28 request (its version in `_meta`) gets a result that says it is final.
+    for header in [Some("2026-07-28"), None] {
+        let (status, body) = send(header, Some("2026-07-28")).await;
+        let result = json!({"resultType": "complete"});
+        assert_eq!((status, &body["result"]), (200, &result), "{header:?}: {body}");
     }
     for (header, meta) in [
         (Some("2099-01-01"), None),

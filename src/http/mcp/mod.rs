@@ -58,11 +58,18 @@ pub async fn post(
         Err(error) => HttpResponse::BadRequest().json(error.answer(Json::Null)),
         Ok(Message::Accepted) => HttpResponse::Accepted().finish(),
         Ok(Message::Request { id, method, params }) => {
-            if let Err(error) = declared_version(header, &params) {
-                return HttpResponse::BadRequest().json(error.answer(id));
-            }
+            let declared = match declared_version(header, &params) {
+                Ok(declared) => declared,
+                Err(error) => return HttpResponse::BadRequest().json(error.answer(id)),
+            };
             let answer = match calls::answer(&state, &caller, &db, &method, &params).await {
-                Ok(result) => mcp::success(id, result),
+                Ok(mut result) => {
+                    // 2026-07-28 results say whether they are final; every answer here is.
+                    if declared {
+                        result["resultType"] = Json::from("complete");
+                    }
+                    mcp::success(id, result)
+                }
                 Err(error) => error.answer(id),
             };
             HttpResponse::Ok().json(answer)
@@ -74,10 +81,10 @@ pub async fn post(
 const VERSION_HEADER: &str = "MCP-Protocol-Version";
 
 /// A 2026-07-28 request names its version in `params._meta` too: it must be
-/// served, and the same as the header's.
-fn declared_version(header: Option<&str>, params: &Json) -> Result<(), RpcError> {
+/// served, and the same as the header's. `true` when the request named one.
+fn declared_version(header: Option<&str>, params: &Json) -> Result<bool, RpcError> {
     let Some(declared) = params["_meta"].get(mcp::META_PROTOCOL_VERSION) else {
-        return Ok(());
+        return Ok(false);
     };
     let declared = declared.as_str().unwrap_or_default();
     if !PROTOCOL_VERSIONS.contains(&declared) {
@@ -88,7 +95,7 @@ fn declared_version(header: Option<&str>, params: &Json) -> Result<(), RpcError>
             RpcError::INVALID_REQUEST,
             "MCP-Protocol-Version differs from the version in `_meta`",
         )),
-        _ => Ok(()),
+        _ => Ok(true),
     }
 }
 
