@@ -202,6 +202,8 @@ mod tests {
             "`group`",
             "`_id`",
             "reference",
+            "idempotency_key",
+            "eds://{db}/entity/",
         ] {
             assert!(INSTRUCTIONS.contains(needle), "{needle}");
         }
