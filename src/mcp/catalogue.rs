@@ -4,9 +4,9 @@
 use serde_json::{Value as Json, json};
 
 /// The dialect named in every input schema. Output schemas leave `$schema`
-/// out: 2020-12 is already MCP's default there, and the SDK clients compile
-/// output schemas with validators that refuse a dialect they were not built
-/// with.
+/// out: without it 2020-12 is the dialect anyway (MCP 2025-11-25), and older
+/// TypeScript SDK clients compile output schemas with a draft-07 validator
+/// that gives up on a schema naming another dialect, then checks nothing.
 pub const JSON_SCHEMA_DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 
 /// What a tool does to the database, for the `annotations` a client shows.
