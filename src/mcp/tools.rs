@@ -135,7 +135,7 @@ impl Arguments<'_> {
 
     /// The optional `idempotency_key` of write tool `tool`, as REST's
     /// `Idempotency-Key`: its fingerprint covers the tool and every other
-    /// argument, so a repeat must bring the same ones.
+    /// argument, so a repeat must bring the same ones (in any key order).
     fn retry(&self, tool: &str) -> Result<Option<IdempotencyKey>, CallError> {
         let Some(key) = self.text("idempotency_key")? else {
             return Ok(None);
@@ -149,11 +149,30 @@ impl Arguments<'_> {
         others.remove("idempotency_key");
         let mut digest = Sha256::new();
         digest.update(format!("tools/call {tool}\n").as_bytes());
-        digest.update(Json::Object(others).to_string().as_bytes());
+        digest.update(canonical(&Json::Object(others)).to_string().as_bytes());
         Ok(Some(IdempotencyKey {
             key,
             fingerprint: hex::encode(digest.finalize()),
         }))
+    }
+}
+
+/// `json` with every object's keys sorted: the same arguments sent in
+/// another order are the same call.
+fn canonical(json: &Json) -> Json {
+    match json {
+        Json::Object(object) => {
+            let mut entries: Vec<(&String, &Json)> = object.iter().collect();
+            entries.sort_by_key(|(key, _)| *key);
+            Json::Object(
+                entries
+                    .into_iter()
+                    .map(|(key, value)| (key.clone(), canonical(value)))
+                    .collect(),
+            )
+        }
+        Json::Array(items) => Json::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
     }
 }
 
@@ -221,9 +240,15 @@ mod tests {
         assert_eq!(first.key, "k1");
         let again = retry("create_entity", json!({"idempotency_key": "k1", "properties": values})).unwrap();
         assert_eq!(first, again, "the key's place among the arguments does not count");
+        let id = "6571f3a4c2b9e8d7f6a5b4c3";
+        let reordered = [
+            json!({"_id": id, "properties": [{"type": "title", "string": "Emma"}], "idempotency_key": "k1"}),
+            json!({"properties": [{"string": "Emma", "type": "title"}], "_id": id, "idempotency_key": "k1"}),
+        ]
+        .map(|arguments| retry("add_properties", arguments).unwrap());
+        assert_eq!(reordered[0], reordered[1], "nor the order of any object's keys");
         let other = retry("create_entity", json!({"properties": [], "idempotency_key": "k1"})).unwrap();
         assert_ne!(first.fingerprint, other.fingerprint);
-        let id = "6571f3a4c2b9e8d7f6a5b4c3";
         let added = retry(
             "add_properties",
             json!({"_id": id, "properties": values, "idempotency_key": "k1"}),
