@@ -580,12 +580,14 @@ async fn the_official_python_sdk_lists_and_calls_every_tool() {
     assert_eq!(summary["instructions"], true);
     assert_eq!(summary["tools"].as_array().unwrap().len(), 8, "{summary}");
     assert_eq!(summary["resources"], json!(["eds://demo/schema"]));
+    assert_eq!(summary["templates"], json!(["eds://demo/entity/{id}"]));
     assert!(summary["schema"]["count"].as_u64().unwrap() >= 5, "{summary}");
 
     let results = summary["calls"].as_array().unwrap();
     assert_eq!(results.len(), 9);
     for result in &results[..8] {
         assert_eq!(result["isError"], false, "{result}");
+        assert_eq!(result["structured"], result["answer"], "{result}");
     }
     let answer = |at: usize| &results[at]["answer"];
     assert_eq!(answer(0)["types"][0]["entity"]["_id"], lib.book_type.as_str());
@@ -600,6 +602,11 @@ async fn the_official_python_sdk_lists_and_calls_every_tool() {
     assert_eq!(answer(7), &json!({"deleted": true}));
     assert!(!now.to_string().contains(&lib.title_value), "{now}");
     assert_eq!(results[8]["isError"], true);
+    assert_eq!(
+        results[8]["structured"],
+        Json::Null,
+        "an error carries no structuredContent"
+    );
     assert_eq!(answer(8)["status"], 404);
 }
 
