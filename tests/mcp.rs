@@ -21,7 +21,8 @@ async fn rpc(app: &TestApp, token: &str, method: &str, params: Json) -> (u16, Js
     app.call("POST", MCP, Some(token), Some(message)).await
 }
 
-/// Calls a tool; answers its JSON text, parsed, and `isError`.
+/// Calls a tool; answers its JSON text, parsed, and `isError` (a result's
+/// `structuredContent` is checked to be that JSON).
 async fn tool(app: &TestApp, token: &str, name: &str, arguments: Json) -> (Json, bool) {
     let (status, body) = rpc(app, token, "tools/call", json!({"name": name, "arguments": arguments})).await;
     assert_eq!(status, 200, "{body}");
@@ -30,7 +31,12 @@ async fn tool(app: &TestApp, token: &str, name: &str, arguments: Json) -> (Json,
     assert_eq!(content.len(), 1, "{body}");
     assert_eq!(content[0]["type"], "text");
     let text: Json = serde_json::from_str(content[0]["text"].as_str().unwrap()).unwrap();
-    (text, result["isError"].as_bool().expect("isError"))
+    let is_error = result["isError"].as_bool().expect("isError");
+    match is_error {
+        false => assert_eq!(result["structuredContent"], text, "{name}"),
+        true => assert!(result.get("structuredContent").is_none(), "{body}"),
+    }
+    (text, is_error)
 }
 
 /// A tool's answer next to the REST route's for the same caller: a 2xx as
@@ -117,7 +123,9 @@ async fn initialize_lists_the_tools_and_the_schema_resource() {
     for (asked, answered) in [
         ("2025-06-18", "2025-06-18"),
         ("2025-03-26", "2025-03-26"),
-        ("1999-01-01", "2025-11-25"),
+        ("2025-11-25", "2025-11-25"),
+        ("2026-07-28", "2026-07-28"),
+        ("1999-01-01", "2026-07-28"),
     ] {
         let params = json!({"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
         let (status, body) = rpc(&app, &owner, "initialize", params).await;
@@ -181,6 +189,11 @@ async fn initialize_lists_the_tools_and_the_schema_resource() {
     assert_eq!(schema, types);
     let (_, missing) = rpc(&app, &owner, "resources/read", json!({"uri": "eds://demo/other"})).await;
     assert_eq!(missing["error"]["code"], -32002, "{missing}");
+    let (_, templates) = rpc(&app, &owner, "resources/templates/list", json!({})).await;
+    let templates = templates["result"]["resourceTemplates"].as_array().unwrap();
+    assert_eq!(templates.len(), 1);
+    assert_eq!(templates[0]["uriTemplate"], "eds://demo/entity/{id}");
+    assert_eq!(templates[0]["mimeType"], "application/json");
 }
 
 #[tokio::test]
@@ -567,12 +580,14 @@ async fn the_official_python_sdk_lists_and_calls_every_tool() {
     assert_eq!(summary["instructions"], true);
     assert_eq!(summary["tools"].as_array().unwrap().len(), 8, "{summary}");
     assert_eq!(summary["resources"], json!(["eds://demo/schema"]));
+    assert_eq!(summary["templates"], json!(["eds://demo/entity/{id}"]));
     assert!(summary["schema"]["count"].as_u64().unwrap() >= 5, "{summary}");
 
     let results = summary["calls"].as_array().unwrap();
     assert_eq!(results.len(), 9);
     for result in &results[..8] {
         assert_eq!(result["isError"], false, "{result}");
+        assert_eq!(result["structured"], result["answer"], "{result}");
     }
     let answer = |at: usize| &results[at]["answer"];
     assert_eq!(answer(0)["types"][0]["entity"]["_id"], lib.book_type.as_str());
@@ -587,6 +602,11 @@ async fn the_official_python_sdk_lists_and_calls_every_tool() {
     assert_eq!(answer(7), &json!({"deleted": true}));
     assert!(!now.to_string().contains(&lib.title_value), "{now}");
     assert_eq!(results[8]["isError"], true);
+    assert_eq!(
+        results[8]["structured"],
+        Json::Null,
+        "an error carries no structuredContent"
+    );
     assert_eq!(answer(8)["status"], 404);
 }
 
@@ -632,4 +652,246 @@ async fn an_origin_neither_the_services_own_nor_allowed_is_refused() {
     }
     let (status, _) = app.call("GET", MCP, None, None).await;
     assert_eq!(status, 401, "no Origin, no token: challenged as before");
+}
+
+#[tokio::test]
+async fn every_tool_lists_a_title_behaviour_hints_an_output_schema_and_a_2020_12_input_schema() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let (_, body) = rpc(&app, &owner, "tools/list", json!({})).await;
+    let hints: Vec<(&str, bool, bool, bool)> = body["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| {
+            let annotations = &tool["annotations"];
+            assert!(tool["title"].as_str().is_some_and(|title| !title.is_empty()), "{tool}");
+            assert_eq!(annotations["title"], tool["title"], "{tool}");
+            assert_eq!(annotations["openWorldHint"], false, "{tool}");
+            assert_eq!(
+                tool["inputSchema"]["$schema"],
+                "https://json-schema.org/draft/2020-12/schema"
+            );
+            assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
+            let hint = |name: &str| annotations[name].as_bool().unwrap();
+            (
+                tool["name"].as_str().unwrap(),
+                hint("readOnlyHint"),
+                hint("destructiveHint"),
+                hint("idempotentHint"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        hints,
+        [
+            ("get_entity_type", true, false, true),
+            ("search_entities", true, false, true),
+            ("get_entity", true, false, true),
+            ("get_file_url", true, false, true),
+            ("get_entity_history", true, false, true),
+            ("create_entity", false, false, false),
+            ("add_properties", false, true, false),
+            ("delete_property", false, true, true),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn tool_results_carry_the_answer_as_structured_content_and_errors_do_not() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let lib = library(&app, &owner).await;
+    // `tool` checks `structuredContent` against the text on every call.
+    let (entity, is_error) = tool(&app, &owner, "get_entity", json!({"_id": lib.book})).await;
+    assert!(!is_error);
+    assert_eq!(entity["entity"]["_id"], lib.book.as_str());
+    let (listed, _) = tool(&app, &owner, "search_entities", json!({"query": "_type.string=book"})).await;
+    assert_eq!(listed["count"], 1);
+    let (missing, is_error) = tool(&app, &owner, "get_entity", json!({"_id": "000000000000000000000000"})).await;
+    assert!(is_error);
+    assert_eq!(missing["status"], 404);
+}
+
+#[tokio::test]
+async fn a_write_tool_repeated_with_its_idempotency_key_answers_the_first_result_and_writes_once() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let lib = library(&app, &owner).await;
+    let values = json!([{"type": "_type", "reference": lib.book_type}, {"type": "title", "string": "Emma"}]);
+    let arguments = json!({"properties": values, "idempotency_key": "create-emma"});
+    let (first, is_error) = tool(&app, &owner, "create_entity", arguments.clone()).await;
+    assert!(!is_error, "{first}");
+    let (again, is_error) = tool(&app, &owner, "create_entity", arguments).await;
+    assert!(!is_error, "{again}");
+    assert_eq!(again, first);
+    let (_, listed) = app
+        .get("/api/demo/entity?_type.string=book&title.string=Emma", &owner)
+        .await;
+    assert_eq!(listed["count"], 1, "{listed}");
+
+    let deleting = json!({"_id": lib.title_value, "idempotency_key": "delete-title"});
+    let (deleted, _) = tool(&app, &owner, "delete_property", deleting.clone()).await;
+    assert_eq!(deleted, json!({"deleted": true}));
+    // Without the key a second delete is a 404; with it, the first answer.
+    let (repeated, is_error) = tool(&app, &owner, "delete_property", deleting).await;
+    assert!(!is_error, "{repeated}");
+    assert_eq!(repeated, deleted);
+}
+
+#[tokio::test]
+async fn the_same_idempotency_key_with_other_arguments_gets_the_rest_error() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let lib = library(&app, &owner).await;
+    let book = format!("/api/demo/entity/{}", lib.book);
+    let adding = |title: &str| json!({"_id": lib.book, "properties": [{"type": "title", "string": title}], "idempotency_key": "k"});
+    let (_, is_error) = tool(&app, &owner, "add_properties", adding("One")).await;
+    assert!(!is_error);
+    let (refused, is_error) = tool(&app, &owner, "add_properties", adding("Two")).await;
+    assert!(is_error);
+    // REST answers a reused key the same way.
+    let rest = app
+        .http
+        .post(format!("{}{book}", app.url))
+        .bearer_auth(&owner)
+        .header("Idempotency-Key", "rest-key")
+        .json(&json!([{"type": "title", "string": "Three"}]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rest.status(), 200);
+    let reused = app
+        .http
+        .post(format!("{}{book}", app.url))
+        .bearer_auth(&owner)
+        .header("Idempotency-Key", "rest-key")
+        .json(&json!([{"type": "title", "string": "Four"}]))
+        .send()
+        .await
+        .unwrap();
+    let status = reused.status().as_u16();
+    let rest_refusal: Json = reused.json().await.unwrap();
+    assert_eq!(refused["status"], status, "{refused}");
+    assert_eq!(refused["error"], rest_refusal["error"]);
+    assert_eq!(refused["error"], "idempotency_key_reused", "{refused}");
+
+    let (bad, is_error) = tool(
+        &app,
+        &owner,
+        "delete_property",
+        json!({"_id": lib.title_value, "idempotency_key": "has space"}),
+    )
+    .await;
+    assert!(is_error);
+    assert_eq!(bad["status"], 400, "{bad}");
+    // Dune, One (by the tool) and Three (by REST); neither refused write.
+    let (_, entity) = app.get(&book, &owner).await;
+    assert_eq!(entity["entity"]["title"].as_array().unwrap().len(), 3, "{entity}");
+}
+
+#[tokio::test]
+async fn an_entity_resource_reads_as_get_entity_and_is_not_found_for_a_caller_who_cannot_read_it() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let lib = library(&app, &owner).await;
+    let uri = format!("eds://demo/entity/{}", lib.book);
+    let (_, read) = rpc(&app, &owner, "resources/read", json!({"uri": uri})).await;
+    let contents = &read["result"]["contents"][0];
+    assert_eq!(
+        (&contents["uri"], &contents["mimeType"]),
+        (&json!(uri), &json!("application/json"))
+    );
+    let entity: Json = serde_json::from_str(contents["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        entity,
+        app.get(&format!("/api/demo/entity/{}", lib.book), &owner).await.1
+    );
+
+    let (_, reader_key) = app.add_person(&owner, "Reader").await;
+    let reader = app.token_for(&reader_key).await;
+    for (token, uri) in [
+        (&reader, uri.clone()),
+        (&owner, "eds://demo/entity/000000000000000000000000".to_owned()),
+        (&owner, "eds://demo/entity/nope".to_owned()),
+        (&owner, format!("eds://other/entity/{}", lib.book)),
+    ] {
+        let (status, missing) = rpc(&app, token, "resources/read", json!({"uri": uri})).await;
+        assert_eq!(status, 200);
+        assert_eq!(missing["error"]["code"], -32002, "{uri}: {missing}");
+        assert!(missing.get("result").is_none());
+    }
+}
+
+#[tokio::test]
+async fn server_discover_lists_the_protocol_versions_served() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let meta = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
+    let (status, body) = rpc(&app, &owner, "server/discover", meta).await;
+    assert_eq!(status, 200, "{body}");
+    let result = &body["result"];
+    let versions = result["supportedVersions"].as_array().unwrap();
+    for version in ["2026-07-28", "2025-11-25", "2025-06-18"] {
+        assert!(versions.contains(&json!(version)), "{version}");
+    }
+    assert_eq!(result["serverInfo"]["name"], "eds");
+    assert_eq!(result["capabilities"], json!({"tools": {}, "resources": {}}));
+    assert_eq!(result["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn an_unsupported_or_mismatched_protocol_version_is_refused_with_400() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let send = |header: Option<&'static str>, meta: Option<&'static str>| {
+        let mut params = json!({});
+        if let Some(meta) = meta {
+            params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": meta});
+        }
+        let mut request = app
+            .http
+            .post(format!("{}{MCP}", app.url))
+            .bearer_auth(&owner)
+            .json(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": params}));
+        if let Some(header) = header {
+            request = request.header("MCP-Protocol-Version", header);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            (response.status().as_u16(), response.json::<Json>().await.unwrap())
+        }
+    };
+    for (header, meta) in [(Some("2025-06-18"), None), (Some("2025-11-25"), None), (None, None)] {
+        let (status, body) = send(header, meta).await;
+        assert_eq!(
+            (status, &body["result"]),
+            (200, &json!({})),
+            "{header:?} {meta:?}: {body}"
+        );
+    }
+    // A 2026-07-28 request (its version in `_meta`) gets a result that says it is final.
+    for header in [Some("2026-07-28"), None] {
+        let (status, body) = send(header, Some("2026-07-28")).await;
+        let result = json!({"resultType": "complete"});
+        assert_eq!((status, &body["result"]), (200, &result), "{header:?}: {body}");
+    }
+    for (header, meta) in [
+        (Some("2099-01-01"), None),
+        (Some("nonsense"), None),
+        (None, Some("2099-01-01")),
+    ] {
+        let (status, body) = send(header, meta).await;
+        assert_eq!(status, 400, "{header:?} {meta:?}: {body}");
+        assert_eq!(body["error"]["code"], -32022, "{body}");
+        let supported = body["error"]["data"]["supported"].as_array().unwrap();
+        assert!(supported.contains(&json!("2026-07-28")), "{body}");
+    }
+    let (status, body) = send(Some("2025-11-25"), Some("2026-07-28")).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        (&body["error"]["code"], &body["id"]),
+        (&json!(-32600), &json!(3)),
+        "{body}"
+    );
 }

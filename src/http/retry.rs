@@ -10,11 +10,9 @@ use sha2::{Digest, Sha256};
 use utoipa::IntoParams;
 
 use crate::error::{ApiError, ErrorCode};
-use crate::service::IdempotencyKey;
+use crate::service::{IdempotencyKey, is_valid_idempotency_key as is_valid_key};
 
 pub const HEADER: &str = "Idempotency-Key";
-/// The longest key taken.
-const MAX_KEY_LENGTH: usize = 255;
 
 /// The header as the OpenAPI document shows it on each write.
 #[derive(IntoParams)]
@@ -63,11 +61,6 @@ impl FromRequest for RetryKey {
         });
         ready(key.map(|key| RetryKey(Some((key.to_owned(), format!("{} {}", req.method(), req.path()))))))
     }
-}
-
-/// 1 to 255 visible ASCII characters (no space or control character).
-fn is_valid_key(key: &str) -> bool {
-    (1..=MAX_KEY_LENGTH).contains(&key.len()) && key.bytes().all(|byte| byte.is_ascii_graphic())
 }
 
 #[cfg(test)]

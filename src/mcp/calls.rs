@@ -1,6 +1,7 @@
 //! `tools/call`: each tool runs the operation its REST route runs
-//! (`crate::service`) and answers, as text, the JSON that route answers the
-//! same caller; an operation's error is its JSON error body with `isError`.
+//! (`crate::service`) and answers the JSON that route answers the same
+//! caller, as text and as `structuredContent`; an operation's error is its
+//! JSON error body with `isError`.
 
 use std::sync::Arc;
 
@@ -25,11 +26,17 @@ pub async fn call(service: &Arc<Service>, caller: &Caller, db: &str, params: &Js
         }
         Err(CallError::BadArguments(message)) => Err(ApiError::new(ErrorCode::BadRequest, message)),
     };
-    let (text, is_error) = match answer {
-        Ok(text) => (text, false),
-        Err(error) => (text_of(&error.body()), true),
-    };
-    Ok(json!({"content": [{"type": "text", "text": text}], "isError": is_error}))
+    Ok(match answer {
+        Ok(text) => {
+            let structured = match serde_json::from_str(&text) {
+                Ok(object @ Json::Object(_)) => object,
+                // structuredContent is an object: any other answer goes under `result`.
+                other => json!({"result": other.unwrap_or(Json::Null)}),
+            };
+            json!({"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": false})
+        }
+        Err(error) => json!({"content": [{"type": "text", "text": text_of(&error.body())}], "isError": true}),
+    })
 }
 
 /// The JSON text the REST route answers for `call`.
@@ -46,15 +53,15 @@ async fn run(service: &Arc<Service>, caller: &Caller, db: &str, call: ToolCall) 
             let (limit, skip) = (limit.as_deref(), skip.as_deref());
             text_of(&entities::history(service, caller, db, &id, limit, skip).await?)
         }
-        ToolCall::CreateEntity { properties } => {
+        ToolCall::CreateEntity { properties, retry } => {
             let values = parse_values(&properties)?;
-            text_of(&entities::create(service, caller, db, values, None).await?)
+            text_of(&entities::create(service, caller, db, values, retry).await?)
         }
-        ToolCall::AddProperties { id, properties } => {
+        ToolCall::AddProperties { id, properties, retry } => {
             let values = parse_values(&properties)?;
-            text_of(&entities::add_values(service, caller, db, id, values, None).await?)
+            text_of(&entities::add_values(service, caller, db, id, values, retry).await?)
         }
-        ToolCall::DeleteProperty { id } => text_of(&values::delete(service, caller, db, id, None).await?),
+        ToolCall::DeleteProperty { id, retry } => text_of(&values::delete(service, caller, db, id, retry).await?),
     })
 }
 

@@ -1,16 +1,22 @@
 //! The Model Context Protocol as eds speaks it (streamable HTTP, JSON answers,
 //! stateless): JSON-RPC 2.0 messages, version negotiation, the `initialize`
-//! answer with the server's instructions, and the tool catalogue (`tools`).
-//! The HTTP endpoint (`src/http/mcp/`) carries the messages; `calls` runs
-//! the tools through the operations of `crate::service`.
+//! and `server/discover` answers with the server's instructions, the tool
+//! catalogue (`catalogue`, `tools`) and the resources (`resources`). The
+//! HTTP endpoint (`src/http/mcp/`) carries the messages; `calls` runs the
+//! tools through the operations of `crate::service`.
 
 pub mod calls;
+pub mod catalogue;
+pub mod resources;
 pub mod tools;
 
 use serde_json::{Value as Json, json};
 
 /// Protocol versions served, newest first; a client asking for another gets the newest.
-pub const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+pub const PROTOCOL_VERSIONS: [&str; 5] = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Where a 2026-07-28 request names its protocol version, in `params._meta`.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// What a model reads once, at `initialize`: the query language and value objects.
 pub const INSTRUCTIONS: &str = include_str!("instructions.md");
@@ -27,10 +33,38 @@ pub fn negotiate(requested: Option<&str>) -> &'static str {
 pub fn initialize_result(requested: Option<&str>, server_version: &str) -> Json {
     json!({
         "protocolVersion": negotiate(requested),
-        "capabilities": {"tools": {}, "resources": {}},
-        "serverInfo": {"name": "eds", "title": "Entity Data Service", "version": server_version},
+        "capabilities": capabilities(),
+        "serverInfo": server_info(server_version),
         "instructions": INSTRUCTIONS,
     })
+}
+
+/// The `server/discover` result (2026-07-28, where it replaces `initialize`).
+pub fn discover_result(server_version: &str) -> Json {
+    json!({
+        "supportedVersions": PROTOCOL_VERSIONS,
+        "capabilities": capabilities(),
+        "serverInfo": server_info(server_version),
+        "instructions": INSTRUCTIONS,
+    })
+}
+
+fn capabilities() -> Json {
+    json!({"tools": {}, "resources": {}})
+}
+
+fn server_info(server_version: &str) -> Json {
+    json!({"name": "eds", "title": "Entity Data Service", "version": server_version})
+}
+
+/// The refusal of a request in protocol version `requested`, which is not
+/// served: the versions that are, so the client may retry in one of them.
+pub fn unsupported_version(requested: &str) -> RpcError {
+    RpcError {
+        code: RpcError::UNSUPPORTED_PROTOCOL_VERSION,
+        message: format!("Unsupported protocol version: {requested}"),
+        data: Some(json!({"requested": requested, "supported": PROTOCOL_VERSIONS})),
+    }
 }
 
 /// A JSON-RPC error.
@@ -38,6 +72,7 @@ pub fn initialize_result(requested: Option<&str>, server_version: &str) -> Json 
 pub struct RpcError {
     pub code: i64,
     pub message: String,
+    pub data: Option<Json>,
 }
 
 impl RpcError {
@@ -48,17 +83,24 @@ impl RpcError {
     pub const INTERNAL_ERROR: i64 = -32603;
     /// MCP's code for an unknown resource URI.
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    /// A protocol version the server does not serve (2026-07-28).
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
     pub fn new(code: i64, message: impl Into<String>) -> RpcError {
         RpcError {
             code,
             message: message.into(),
+            data: None,
         }
     }
 
     /// The error answer to the request `id` (`null` when it is not known).
     pub fn answer(&self, id: Json) -> Json {
-        json!({"jsonrpc": "2.0", "id": id, "error": {"code": self.code, "message": self.message}})
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        json!({"jsonrpc": "2.0", "id": id, "error": error})
     }
 }
 
@@ -116,6 +158,8 @@ mod tests {
     fn a_supported_version_is_kept_and_another_gets_the_newest() {
         assert_eq!(negotiate(Some("2025-03-26")), "2025-03-26");
         assert_eq!(negotiate(Some("2025-06-18")), "2025-06-18");
+        assert_eq!(negotiate(Some("2025-11-25")), "2025-11-25");
+        assert_eq!(negotiate(Some("2026-07-28")), "2026-07-28");
         assert_eq!(negotiate(Some("1999-01-01")), PROTOCOL_VERSIONS[0]);
         assert_eq!(negotiate(None), PROTOCOL_VERSIONS[0]);
     }
@@ -160,6 +204,8 @@ mod tests {
             "`group`",
             "`_id`",
             "reference",
+            "idempotency_key",
+            "eds://{db}/entity/",
         ] {
             assert!(INSTRUCTIONS.contains(needle), "{needle}");
         }

@@ -1,8 +1,11 @@
-//! The tools: their names, descriptions and input schemas (`tools/list`), and
-//! the calls their arguments make. Each tool answers what one REST route (or,
-//! for `get_entity_type`, two list queries) answers the same caller.
+//! The calls the tools' arguments make (the catalogue is in `catalogue`).
+//! Each tool answers what one REST route (or, for `get_entity_type`, two list
+//! queries) answers the same caller.
 
-use serde_json::{Map, Value as Json, json};
+use serde_json::{Map, Value as Json};
+use sha2::{Digest, Sha256};
+
+use crate::service::{IdempotencyKey, is_valid_idempotency_key};
 
 /// A tool call with its arguments read.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,11 +25,18 @@ pub enum ToolCall {
         skip: Option<String>,
     },
     /// `POST /api/{db}/entity` with `properties` as the body.
-    CreateEntity { properties: Json },
+    CreateEntity {
+        properties: Json,
+        retry: Option<IdempotencyKey>,
+    },
     /// `POST /api/{db}/entity/{id}` with `properties` as the body.
-    AddProperties { id: String, properties: Json },
+    AddProperties {
+        id: String,
+        properties: Json,
+        retry: Option<IdempotencyKey>,
+    },
     /// `DELETE /api/{db}/property/{id}`.
-    DeleteProperty { id: String },
+    DeleteProperty { id: String, retry: Option<IdempotencyKey> },
 }
 
 /// Why a call cannot be made.
@@ -68,12 +78,17 @@ impl ToolCall {
             },
             "create_entity" => ToolCall::CreateEntity {
                 properties: args.properties()?,
+                retry: args.retry(name)?,
             },
             "add_properties" => ToolCall::AddProperties {
                 id: args.id()?,
                 properties: args.properties()?,
+                retry: args.retry(name)?,
             },
-            "delete_property" => ToolCall::DeleteProperty { id: args.id()? },
+            "delete_property" => ToolCall::DeleteProperty {
+                id: args.id()?,
+                retry: args.retry(name)?,
+            },
             _ => return Err(CallError::UnknownTool(name.to_owned())),
         })
     }
@@ -117,125 +132,55 @@ impl Arguments<'_> {
             _ => Err(Self::bad("`properties` is required: an array of value objects".into())),
         }
     }
+
+    /// The optional `idempotency_key` of write tool `tool`, as REST's
+    /// `Idempotency-Key`: its fingerprint covers the tool and every other
+    /// argument, so a repeat must bring the same ones (in any key order).
+    fn retry(&self, tool: &str) -> Result<Option<IdempotencyKey>, CallError> {
+        let Some(key) = self.text("idempotency_key")? else {
+            return Ok(None);
+        };
+        if !is_valid_idempotency_key(&key) {
+            return Err(Self::bad(
+                "`idempotency_key` must be 1 to 255 visible ASCII characters".into(),
+            ));
+        }
+        let mut others = self.0.clone();
+        others.remove("idempotency_key");
+        let mut digest = Sha256::new();
+        digest.update(format!("tools/call {tool}\n").as_bytes());
+        digest.update(canonical(&Json::Object(others)).to_string().as_bytes());
+        Ok(Some(IdempotencyKey {
+            key,
+            fingerprint: hex::encode(digest.finalize()),
+        }))
+    }
 }
 
-/// The schema of one value object to write.
-fn value_schema() -> Json {
-    json!({
-        "type": "object",
-        "properties": {
-            "type": {"type": "string", "description": "The property name, e.g. `title`, `_type`, `_parent`, `_viewer`"},
-            "_id": {"type": "string", "description": "Overwrite this value (a value `_id` from get_entity); omit to add a value"},
-            "string": {"type": "string"},
-            "number": {"type": "number"},
-            "boolean": {"type": "boolean"},
-            "date": {"type": "string", "description": "YYYY-MM-DD"},
-            "datetime": {"type": "string", "description": "ISO 8601"},
-            "reference": {"type": "string", "description": "An entity `_id`"},
-            "filename": {"type": "string"},
-            "filesize": {"type": "integer", "description": "Bytes"},
-            "filetype": {"type": "string", "description": "MIME type"},
-            "language": {"type": "string", "description": "Two lowercase letters, for multilingual properties"},
-            "counter": {"description": "`true` (or a step number) in place of a value: the next number of the property's sequence"},
-        },
-        "required": ["type"],
-    })
-}
-
-fn id_schema(description: &str) -> Json {
-    json!({"type": "string", "description": description, "pattern": "^[0-9a-f]{24}$"})
-}
-
-/// `tools/list`: every tool with its description and input schema.
-pub fn catalogue() -> Json {
-    let entity_id = id_schema("The entity's `_id`");
-    let value_id = id_schema("The value's `_id` (inside a property's value object, not the entity's `_id`)");
-    let values = json!({"type": "array", "items": value_schema(), "minItems": 1});
-    let tools = [
-        (
-            "get_entity_type",
-            "Entity types and their property definitions",
-            "The database's entity types, each with the property definitions entities of that type use (name, value `type`, `multilingual`, `list`, `mandatory`, ...), as `{\"types\":[{\"entity\":TYPE,\"properties\":[DEFINITION]}],\"count\":N}`. Give `name` for one type. Call this first: a type's `_id` is what `_type` references.",
-            json!({"type": "object", "properties": {"name": {"type": "string", "description": "A type's name, e.g. `book`"}}}),
-            true,
-        ),
-        (
-            "search_entities",
-            "Search entities",
-            "Lists the entities you may see that match a query: the query string of `GET /api/{db}/entity`, e.g. `_type.string=book&q=dune&props=title,author&sort=title.string&limit=20`. Answers `{\"entities\":[...],\"count\":N,\"limit\":L,\"skip\":S}`, `count` counting every match. See the server instructions for filters, `q`, `sort`, `props`, `group`.",
-            json!({"type": "object", "properties": {"query": {"type": "string", "description": "A URL query string without `?`"}}, "required": ["query"]}),
-            true,
-        ),
-        (
-            "get_entity",
-            "Read an entity",
-            "One entity with every property you may see: `{\"entity\":{\"_id\":ID,PROPERTY:[VALUE,...],...}}`.",
-            json!({"type": "object", "properties": {"_id": entity_id}, "required": ["_id"]}),
-            true,
-        ),
-        (
-            "get_file_url",
-            "A file's download URL",
-            "A file value by its value `_id` (from a file property of `get_entity`): the value with `filename`, `filesize`, `filetype` and `url`, a download URL valid 60 seconds.",
-            json!({"type": "object", "properties": {"_id": value_id}, "required": ["_id"]}),
-            true,
-        ),
-        (
-            "get_entity_history",
-            "An entity's changes",
-            "Every value added or removed on an entity, newest first: `{\"changes\":[{\"type\",\"at\",\"by\",\"old\"?,\"new\"?}],\"count\":N}`. Needs `_viewer` or higher on the entity.",
-            json!({"type": "object", "properties": {
-                "_id": entity_id,
-                "limit": {"type": "integer", "description": "Most changes to return; default 100, at most 1000"},
-                "skip": {"type": "integer", "description": "Changes to skip; default 0"},
-            }, "required": ["_id"]}),
-            true,
-        ),
-        (
-            "create_entity",
-            "Create an entity",
-            "Creates an entity of the given values, which must include `_type` (a reference to the type's `_id`); with `_parent` you need `_expander` on that parent. Answers `{\"_id\":NEW_ID,\"properties\":[...]}`.",
-            json!({"type": "object", "properties": {"properties": values}, "required": ["properties"]}),
-            false,
-        ),
-        (
-            "add_properties",
-            "Add or overwrite values",
-            "Adds values to an entity (editors and up); a value with `_id` overwrites that value. Answers `{\"_id\":ID,\"properties\":[...]}` with the values written.",
-            json!({"type": "object", "properties": {"_id": entity_id, "properties": values}, "required": ["_id", "properties"]}),
-            false,
-        ),
-        (
-            "delete_property",
-            "Delete one value",
-            "Deletes one value by its value `_id` (editors and up; owners for rights and `_parent`). Answers `{\"deleted\":true}`.",
-            json!({"type": "object", "properties": {"_id": value_id}, "required": ["_id"]}),
-            false,
-        ),
-    ];
-    let tools: Vec<Json> = tools
-        .into_iter()
-        .map(|(name, title, description, input_schema, read_only)| {
-            json!({
-                "name": name,
-                "title": title,
-                "description": description,
-                "inputSchema": input_schema,
-                "annotations": {
-                    "title": title,
-                    "readOnlyHint": read_only,
-                    "destructiveHint": name == "delete_property" || name == "add_properties",
-                    "openWorldHint": false,
-                },
-            })
-        })
-        .collect();
-    json!({ "tools": tools })
+/// `json` with every object's keys sorted: the same arguments sent in
+/// another order are the same call.
+fn canonical(json: &Json) -> Json {
+    match json {
+        Json::Object(object) => {
+            let mut entries: Vec<(&String, &Json)> = object.iter().collect();
+            entries.sort_by_key(|(key, _)| *key);
+            Json::Object(
+                entries
+                    .into_iter()
+                    .map(|(key, value)| (key.clone(), canonical(value)))
+                    .collect(),
+            )
+        }
+        Json::Array(items) => Json::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::catalogue::catalogue;
+    use serde_json::json;
 
     #[test]
     fn every_listed_tool_parses_and_no_other() {
@@ -278,5 +223,84 @@ mod tests {
             ToolCall::parse("create_entity", &json!({"properties": "x"})),
             Err(CallError::BadArguments(_))
         ));
+    }
+
+    #[test]
+    fn an_idempotency_key_fingerprints_the_tool_and_its_other_arguments() {
+        let retry = |name: &str, arguments: Json| match ToolCall::parse(name, &arguments) {
+            Ok(
+                ToolCall::CreateEntity { retry, .. }
+                | ToolCall::AddProperties { retry, .. }
+                | ToolCall::DeleteProperty { retry, .. },
+            ) => retry,
+            other => panic!("{other:?}"),
+        };
+        let values = json!([{"type": "title", "string": "Emma"}]);
+        let first = retry("create_entity", json!({"properties": values, "idempotency_key": "k1"})).unwrap();
+        assert_eq!(first.key, "k1");
+        let again = retry("create_entity", json!({"idempotency_key": "k1", "properties": values})).unwrap();
+        assert_eq!(first, again, "the key's place among the arguments does not count");
+        let id = "6571f3a4c2b9e8d7f6a5b4c3";
+        let reordered = [
+            json!({"_id": id, "properties": [{"type": "title", "string": "Emma"}], "idempotency_key": "k1"}),
+            json!({"properties": [{"string": "Emma", "type": "title"}], "_id": id, "idempotency_key": "k1"}),
+        ]
+        .map(|arguments| retry("add_properties", arguments).unwrap());
+        assert_eq!(reordered[0], reordered[1], "nor the order of any object's keys");
+        let other = retry("create_entity", json!({"properties": [], "idempotency_key": "k1"})).unwrap();
+        assert_ne!(first.fingerprint, other.fingerprint);
+        let added = retry(
+            "add_properties",
+            json!({"_id": id, "properties": values, "idempotency_key": "k1"}),
+        );
+        assert_ne!(added.unwrap().fingerprint, first.fingerprint);
+        assert_eq!(retry("delete_property", json!({"_id": id})), None);
+        for bad in [json!(""), json!("with space"), json!("k".repeat(256)), json!(7)] {
+            let arguments = json!({"_id": id, "idempotency_key": bad});
+            assert!(matches!(
+                ToolCall::parse("delete_property", &arguments),
+                Err(CallError::BadArguments(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn every_tool_has_hints_an_output_schema_and_a_2020_12_input_schema() {
+        let catalogue = catalogue();
+        for tool in catalogue["tools"].as_array().unwrap() {
+            let name = tool["name"].as_str().unwrap();
+            let hints = &tool["annotations"];
+            assert_eq!(hints["title"], tool["title"], "{name}");
+            assert_eq!(hints["openWorldHint"], false, "{name}");
+            let read_only = hints["readOnlyHint"].as_bool().unwrap();
+            assert_eq!(
+                read_only,
+                name.starts_with("get_") || name == "search_entities",
+                "{name}"
+            );
+            let destructive = hints["destructiveHint"].as_bool().unwrap();
+            assert_eq!(
+                destructive,
+                matches!(name, "add_properties" | "delete_property"),
+                "{name}"
+            );
+            let idempotent = hints["idempotentHint"].as_bool().unwrap();
+            assert_eq!(idempotent, read_only || name == "delete_property", "{name}");
+            let input = &tool["inputSchema"];
+            assert_eq!(
+                input["$schema"], "https://json-schema.org/draft/2020-12/schema",
+                "{name}"
+            );
+            assert_eq!(input["type"], "object", "{name}");
+            assert_eq!(
+                input["properties"].get("idempotency_key").is_some(),
+                !read_only,
+                "{name}"
+            );
+            let output = &tool["outputSchema"];
+            assert_eq!(output["type"], "object", "{name}");
+            assert!(output.get("$schema").is_none(), "{name}");
+            assert!(!output["required"].as_array().unwrap().is_empty(), "{name}");
+        }
     }
 }

@@ -22,6 +22,6 @@ pub mod uploads;
 pub mod usage;
 pub mod values;
 
-pub use crate::write::IdempotencyKey;
+pub use crate::write::{IdempotencyKey, is_valid_idempotency_key};
 pub use caller::Caller;
 pub use state::Service;

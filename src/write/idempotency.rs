@@ -9,8 +9,16 @@ use super::WriteOutcome;
 use crate::db::idempotency;
 use crate::error::{ApiError, ErrorCode};
 
+/// The longest key taken.
+const MAX_KEY_LENGTH: usize = 255;
+
+/// A key is 1 to 255 visible ASCII characters (no space or control character).
+pub fn is_valid_idempotency_key(key: &str) -> bool {
+    (1..=MAX_KEY_LENGTH).contains(&key.len()) && key.bytes().all(|byte| byte.is_ascii_graphic())
+}
+
 /// A client's `Idempotency-Key` and a digest of the request it came with.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct IdempotencyKey {
     pub key: String,
     /// The SHA-256 of the request (method, path, body), hex.

@@ -43,7 +43,7 @@ use crate::model::value::ValueInput;
 
 pub use cache::WriterCache;
 pub use duplicate::Duplication;
-pub use idempotency::IdempotencyKey;
+pub use idempotency::{IdempotencyKey, is_valid_idempotency_key};
 
 /// One write, on behalf of `actor` (a person of database `db`).
 #[derive(Debug, Clone)]

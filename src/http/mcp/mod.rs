@@ -23,14 +23,14 @@ use crate::service::databases;
 /// `POST /api/{db}/mcp`: one JSON-RPC message.
 #[utoipa::path(
     post, path = "/api/{db}/mcp", operation_id = "mcp", tag = "mcp", summary = "MCP endpoint for AI clients",
-    description = "The Model Context Protocol (streamable HTTP transport, JSON answers, no session): one JSON-RPC 2.0 message per request. Methods `initialize`, `ping`, `tools/list`, `tools/call`, `resources/list`, `resources/read`; notifications are accepted with 202. Tools `get_entity_type`, `search_entities`, `get_entity`, `get_file_url`, `get_entity_history`, `create_entity`, `add_properties`, `delete_property` answer, as text, the JSON the REST route answers the same caller (an error with `isError`). Needs an access token (`use: access`) with a person in the database.",
+    description = "The Model Context Protocol (streamable HTTP transport, JSON answers, no session): one JSON-RPC 2.0 message per request. Protocol versions 2026-07-28 (`server/discover`), 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05. Methods `initialize`, `server/discover`, `ping`, `tools/list`, `tools/call`, `resources/list`, `resources/templates/list` (`eds://{db}/entity/{id}`), `resources/read`; notifications are accepted with 202. Tools `get_entity_type`, `search_entities`, `get_entity`, `get_file_url`, `get_entity_history`, `create_entity`, `add_properties`, `delete_property` answer, as text and as `structuredContent`, the JSON the REST route answers the same caller (an error with `isError`); the write tools take `idempotency_key`, as REST takes `Idempotency-Key`. Needs an access token (`use: access`) with a person in the database.",
     security(("jwt" = [])),
     params(("db" = String, Path, description = "Database name", example = "demo")),
     request_body(content = RpcMessage, description = "A JSON-RPC request or notification (batches are refused)", example = rpc_request_example),
     responses(
         (status = 200, description = "The JSON-RPC answer: a result, or an error (`-32601` unknown method, `-32602` unknown tool)", body = RpcAnswer, example = rpc_answer_example),
         (status = 202, description = "A notification, accepted"),
-        (status = 400, description = "Malformed JSON (`-32700`), not a JSON-RPC request or a batch (`-32600`), or an unsupported `MCP-Protocol-Version`", body = RpcAnswer),
+        (status = 400, description = "Malformed JSON (`-32700`), not a JSON-RPC request or a batch (`-32600`), an unsupported `MCP-Protocol-Version` or `_meta` protocol version (`-32022`, with the versions served), or the two differing (`-32600`)", body = RpcAnswer),
         (status = 401, description = "No token, or an unacceptable one (only `use: access` tokens are taken)", body = ErrorBody,
          headers(("WWW-Authenticate" = String, description = "`Bearer resource_metadata=\"{api_url}/.well-known/oauth-protected-resource/api/{db}/mcp\"`, with `, error=\"invalid_token\"` when a token was sent"))),
         (status = 403, description = "The token is for other databases only, or an `Origin` header that is neither the service's own nor one of `mcp.allowed_origins`", body = ErrorBody),
@@ -47,21 +47,56 @@ pub async fn post(
         Ok(caller) => caller,
         Err(refusal) => return refusal,
     };
-    let version = req.headers().get("MCP-Protocol-Version").map(HeaderValue::to_str);
-    if version.is_some_and(|version| !version.is_ok_and(|version| PROTOCOL_VERSIONS.contains(&version))) {
-        let error = RpcError::new(RpcError::INVALID_REQUEST, "Unsupported MCP-Protocol-Version");
-        return HttpResponse::BadRequest().json(error.answer(Json::Null));
-    }
+    let header = match req.headers().get(VERSION_HEADER).map(HeaderValue::to_str) {
+        None => None,
+        Some(Ok(version)) if PROTOCOL_VERSIONS.contains(&version) => Some(version),
+        Some(version) => {
+            let error = mcp::unsupported_version(version.unwrap_or_default());
+            return HttpResponse::BadRequest().json(error.answer(Json::Null));
+        }
+    };
     match mcp::parse(&body) {
         Err(error) => HttpResponse::BadRequest().json(error.answer(Json::Null)),
         Ok(Message::Accepted) => HttpResponse::Accepted().finish(),
         Ok(Message::Request { id, method, params }) => {
+            let declared = match declared_version(header, &params) {
+                Ok(declared) => declared,
+                Err(error) => return HttpResponse::BadRequest().json(error.answer(id)),
+            };
             let answer = match calls::answer(&state, &caller, &db, &method, &params).await {
-                Ok(result) => mcp::success(id, result),
+                Ok(mut result) => {
+                    // 2026-07-28 results say whether they are final; every answer here is.
+                    if declared {
+                        result["resultType"] = Json::from("complete");
+                    }
+                    mcp::success(id, result)
+                }
                 Err(error) => error.answer(id),
             };
             HttpResponse::Ok().json(answer)
         }
+    }
+}
+
+/// The header naming the protocol version of every request after `initialize`.
+const VERSION_HEADER: &str = "MCP-Protocol-Version";
+
+/// A 2026-07-28 request names its version in `params._meta` too: it must be
+/// served, and the same as the header's. `true` when the request named one.
+fn declared_version(header: Option<&str>, params: &Json) -> Result<bool, RpcError> {
+    let Some(declared) = params["_meta"].get(mcp::META_PROTOCOL_VERSION) else {
+        return Ok(false);
+    };
+    let declared = declared.as_str().unwrap_or_default();
+    if !PROTOCOL_VERSIONS.contains(&declared) {
+        return Err(mcp::unsupported_version(declared));
+    }
+    match header {
+        Some(header) if header != declared => Err(RpcError::new(
+            RpcError::INVALID_REQUEST,
+            "MCP-Protocol-Version differs from the version in `_meta`",
+        )),
+        _ => Ok(true),
     }
 }
 

@@ -57,8 +57,10 @@ pub fn rpc_request_example() -> Json {
 }
 
 pub fn rpc_answer_example() -> Json {
+    let answer = json!({"entities": [{"_id": "6571f3a4c2b9e8d7f6a5b4c3", "title": [{"_id": "6571f3a4c2b9e8d7f6a5b4c5", "string": "Dune"}]}], "count": 1, "limit": 100, "skip": 0});
     json!({"jsonrpc": "2.0", "id": 2, "result": {
-        "content": [{"type": "text", "text": "{\"entities\":[{\"_id\":\"6571f3a4c2b9e8d7f6a5b4c3\",\"title\":[{\"_id\":\"6571f3a4c2b9e8d7f6a5b4c5\",\"string\":\"Dune\"}]}],\"count\":1,\"limit\":100,\"skip\":0}"}],
+        "content": [{"type": "text", "text": answer.to_string()}],
+        "structuredContent": answer,
         "isError": false,
     }})
 }
