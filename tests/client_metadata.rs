@@ -319,7 +319,7 @@ async fn a_plain_http_client_id_is_no_document_unless_private_documents_are_allo
 }
 
 #[tokio::test]
-async fn the_metadata_says_client_id_metadata_documents_are_supported_and_iss_is_on_every_response() {
+async fn the_metadata_says_client_id_metadata_documents_are_supported_and_iss_is_sent() {
     let app = TestApp::start().await;
     let (status, metadata) = app
         .call("GET", "/.well-known/oauth-authorization-server", None, None)
@@ -344,4 +344,26 @@ async fn an_error_for_a_metadata_document_client_goes_back_with_iss() {
     assert!(back.starts_with(REDIRECT), "{back}");
     assert_eq!(param(&back, "error").as_deref(), Some("unsupported_response_type"));
     assert_eq!(param(&back, "iss"), Some(app.url.clone()));
+}
+
+#[tokio::test]
+async fn a_sign_in_that_did_not_complete_and_a_login_that_is_no_person_go_back_with_iss() {
+    let server = DocumentServer::https().await;
+    let (app, sink) = app_with_mail(&trusting(&server, true)).await;
+    let client_id = serve_document(&server, DOC, Some("max-age=300"));
+    let browser = client_at("127.0.0.1");
+    let to_sign_in = location(&browser.get(authorize_url(&app, &client_id, &[])).send().await.unwrap());
+    let next = param(&to_sign_in, "next").expect("the sign-in returns to the authorization");
+    let not_completed = location(&browser.get(format!("{next}not-a-session")).send().await.unwrap());
+    assert!(not_completed.starts_with(REDIRECT), "{not_completed}");
+    assert_eq!(param(&not_completed, "error").as_deref(), Some("access_denied"));
+    assert_eq!(param(&not_completed, "iss"), Some(app.url.clone()));
+
+    let url = authorize_url(&app, &client_id, &[]);
+    let completed = sign_in_through_authorize(&app, &sink, &browser, &url, "stranger@example.com", 0).await;
+    let page = ConsentPage::read(completed).await;
+    let no_person = location(&page.allow(&browser).await);
+    assert!(no_person.starts_with(REDIRECT), "{no_person}");
+    assert_eq!(param(&no_person, "error").as_deref(), Some("access_denied"));
+    assert_eq!(param(&no_person, "iss"), Some(app.url.clone()));
 }
