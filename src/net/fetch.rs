@@ -86,6 +86,7 @@ impl Fetcher {
             _ => return Err(FetchFailure::Scheme),
         }
         let mut client = reqwest::Client::builder()
+            .use_rustls_tls()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .user_agent(concat!("eds/", env!("CARGO_PKG_VERSION")));

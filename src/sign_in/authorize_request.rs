@@ -32,7 +32,8 @@ impl SignIn {
         let document = client_id.and_then(|id| self.client_documents.document_url(id));
         let client = match (client_id, &document) {
             (Some(id), Some(url)) => {
-                let described = self.client_documents.client(id, url, client_ip, now).await;
+                let documents = &self.client_documents;
+                let described = documents.client(id, url, client_ip, now).await;
                 let described = described.map_err(AuthorizeRefusal::ToPerson)?;
                 Some((Client::clone(&described), digest(id)))
             }
