@@ -182,3 +182,51 @@ fn client_bytes(client: &Client) -> usize {
 fn weight(bytes: usize) -> u32 {
     u32::try_from(bytes).unwrap_or(u32::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(client_metadata_ca_file: &str) -> OAuthSettings {
+        OAuthSettings {
+            allow_private_client_metadata: false,
+            client_metadata_ca_file: client_metadata_ca_file.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_ca_file_that_cannot_be_read_or_holds_no_certificate_stops_the_start() {
+        assert!(ClientDocuments::from_settings(&settings("")).is_ok(), "none");
+        let missing = ClientDocuments::from_settings(&settings("/no/such/roots.pem"))
+            .err()
+            .unwrap();
+        assert!(
+            missing.starts_with("oauth.client_metadata_ca_file /no/such/roots.pem"),
+            "{missing}"
+        );
+        let empty = std::env::temp_dir().join(format!("eds-no-roots-{}.pem", std::process::id()));
+        std::fs::write(&empty, "not a certificate").unwrap();
+        let refused = ClientDocuments::from_settings(&settings(&empty.display().to_string())).err();
+        std::fs::remove_file(&empty).unwrap();
+        assert!(refused.unwrap().ends_with("no PEM certificate"));
+    }
+
+    #[test]
+    fn plain_http_client_ids_are_documents_only_where_private_documents_are_allowed() {
+        let id = "http://127.0.0.1:4000/client.json";
+        assert_eq!(
+            ClientDocuments::from_settings(&settings("")).unwrap().document_url(id),
+            None
+        );
+        let allowing = OAuthSettings {
+            allow_private_client_metadata: true,
+            ..settings("")
+        };
+        assert!(
+            ClientDocuments::from_settings(&allowing)
+                .unwrap()
+                .document_url(id)
+                .is_some()
+        );
+    }
+}

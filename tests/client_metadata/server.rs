@@ -113,6 +113,15 @@ impl DocumentServer {
     }
 }
 
+impl Drop for DocumentServer {
+    fn drop(&mut self) {
+        // eds read it at its start; nothing needs it after the test
+        if !self.ca_file.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.ca_file);
+        }
+    }
+}
+
 fn rand_suffix() -> String {
     use std::time::{SystemTime, UNIX_EPOCH};
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
