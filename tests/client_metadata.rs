@@ -297,8 +297,13 @@ async fn a_loopback_document_is_refused_without_any_connection_unless_private_do
     let app = TestApp::start_with(Storage::Local, &trusting(&server, false)).await;
     let url = serve_document(&server, DOC, Some("max-age=300"));
     assert_unknown_client(&authorize(&app, &url).await, "a private or local address");
-    let by_name = url.replace("127.0.0.1", "localhost");
-    assert_unknown_client(&authorize(&app, &by_name).await, "a private or local address");
+    for other_form in [
+        url.replace("127.0.0.1", "localhost"),
+        url.replace("127.0.0.1", "[::ffff:127.0.0.1]"),
+        url.replace("127.0.0.1", "[::1]"),
+    ] {
+        assert_unknown_client(&authorize(&app, &other_form).await, "a private or local address");
+    }
     assert_eq!(server.connections(), 0);
 }
 
