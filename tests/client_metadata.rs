@@ -231,7 +231,8 @@ async fn a_document_over_64_kb_is_an_unknown_client() {
 async fn a_server_slower_than_5_seconds_is_an_unknown_client() {
     let server = DocumentServer::https().await;
     let app = app_trusting(&server).await;
-    let url = server.set(DOC, Answer::Slow(Duration::from_secs(8)));
+    let url = server.url(DOC);
+    server.set(DOC, Answer::Slow(Duration::from_secs(8), document(&url)));
     let started = std::time::Instant::now();
     assert_unknown_client(&authorize(&app, &url).await, "no answer in time");
     let waited = started.elapsed();
@@ -268,6 +269,17 @@ async fn a_document_is_kept_for_its_max_age_and_fetched_again_without_caching_he
     }
     assert_eq!(server.requests("/cached"), 1, "kept");
     assert_eq!(server.requests("/uncached"), 2, "no caching headers: not kept");
+}
+
+#[tokio::test]
+async fn authorizations_of_one_document_at_once_share_one_fetch() {
+    let server = DocumentServer::https().await;
+    let app = app_trusting(&server).await;
+    let url = server.url(DOC);
+    server.set(DOC, Answer::Slow(Duration::from_millis(500), document(&url)));
+    let (first, second) = tokio::join!(authorize(&app, &url), authorize(&app, &url));
+    assert_eq!((first.0, second.0), (302, 302), "{first:?} {second:?}");
+    assert_eq!(server.requests(DOC), 1);
 }
 
 #[tokio::test]

@@ -41,6 +41,15 @@ struct Known {
     lifetime: Duration,
 }
 
+/// Why a document was not loaded.
+enum NotLoaded {
+    /// The client address used up its fetches: not the document's failure,
+    /// so not remembered for it.
+    TooManyFetches,
+    /// The fetch or the checks failed: remembered.
+    Refused(String),
+}
+
 struct KeptForItsLifetime;
 
 impl moka::Expiry<String, Known> for KeptForItsLifetime {
@@ -115,40 +124,51 @@ impl ClientDocuments {
         client_ip: &str,
         now: DateTime<Utc>,
     ) -> Result<Arc<Client>, ApiError> {
-        if let Some(known) = self.known.get(client_id).await {
-            return Ok(known.client);
-        }
         if let Some(why) = self.failed.get(client_id).await {
             return Err(unknown_client(&why));
         }
+        // authorizations of one document at once share one fetch and its outcome
+        let loaded = self
+            .known
+            .try_get_with(client_id.to_owned(), self.load(client_id, url, client_ip, now));
+        match loaded.await {
+            Ok(known) => Ok(known.client),
+            Err(refusal) => match &*refusal {
+                NotLoaded::TooManyFetches => Err(unknown_client(
+                    "was not fetched: too many client metadata fetches from this address, try again in a minute",
+                )),
+                NotLoaded::Refused(why) => {
+                    self.failed.insert(client_id.to_owned(), Arc::from(why.as_str())).await;
+                    Err(unknown_client(why))
+                }
+            },
+        }
+    }
+
+    /// Fetches and checks the document, counted against `client_ip`.
+    async fn load(
+        &self,
+        client_id: &str,
+        url: &url::Url,
+        client_ip: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Known, NotLoaded> {
         let counter = self
             .fetches
             .get_with(client_ip.to_owned(), async { Arc::new(AtomicU32::new(0)) })
             .await;
         if counter.fetch_add(1, Ordering::Relaxed) >= FETCHES_PER_ADDRESS {
-            // not remembered as the document's failure: it is this address's
-            return Err(unknown_client(
-                "was not fetched: too many client metadata fetches from this address, try again in a minute",
-            ));
+            return Err(NotLoaded::TooManyFetches);
         }
-        match self.fetch(client_id, url, now).await {
-            Ok((client, lifetime)) => {
-                let client = Arc::new(client);
-                if let Some(lifetime) = lifetime {
-                    let known = Known {
-                        client: client.clone(),
-                        lifetime,
-                    };
-                    self.known.insert(client_id.to_owned(), known).await;
-                }
-                Ok(client)
-            }
-            Err(why) => {
-                tracing::info!(client_id, why, "client metadata document refused");
-                self.failed.insert(client_id.to_owned(), Arc::from(why.as_str())).await;
-                Err(unknown_client(&why))
-            }
-        }
+        let (client, lifetime) = self.fetch(client_id, url, now).await.map_err(|why| {
+            tracing::info!(client_id, why, "client metadata document refused");
+            NotLoaded::Refused(why)
+        })?;
+        Ok(Known {
+            client: Arc::new(client),
+            // a document not to be kept expires at once, after its waiters had it
+            lifetime: lifetime.unwrap_or(Duration::ZERO),
+        })
     }
 
     async fn fetch(

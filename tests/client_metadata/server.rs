@@ -24,8 +24,8 @@ pub enum Answer {
     Redirect(String),
     /// 200 with this many bytes and no `Content-Length`.
     Unsized(usize),
-    /// 200 with a document, after this long.
-    Slow(Duration),
+    /// 200 with this body, after this long.
+    Slow(Duration, String),
 }
 
 #[derive(Default)]
@@ -164,13 +164,10 @@ async fn serve(mut stream: impl AsyncRead + AsyncWrite + Unpin, shared: &Shared)
             ]
             .concat()
         }
-        Some(Answer::Slow(delay)) => {
+        Some(Answer::Slow(delay, body)) => {
             tokio::time::sleep(delay).await;
-            head("200 OK", "Content-Length: 2\r\n")
-                .into_bytes()
-                .into_iter()
-                .chain(*b"{}")
-                .collect()
+            let headers = format!("Content-Length: {}\r\n", body.len());
+            [head("200 OK", &headers).into_bytes(), body.into_bytes()].concat()
         }
     };
     let _ = stream.write_all(&response).await;
