@@ -99,6 +99,8 @@ error_codes! {
         SignatureDoesNotMatch = "signature_does_not_match",
         /// A form of the sign-in pages posted from another site.
         CrossSiteForm = "cross_site_form",
+        /// A write with a token whose OAuth scope is `read` only.
+        InsufficientScope = "insufficient_scope",
     }
     NOT_FOUND {
         NotFound = "not_found",

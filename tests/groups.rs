@@ -14,7 +14,9 @@ struct Shop {
     app: TestApp,
     owner: String,
     reader: String,
+    reader_id: String,
     makers: [String; 2],
+    gadgets: Vec<String>,
 }
 
 /// Gadgets of a public type, with a public `instock`, a `price` shown to
@@ -67,15 +69,18 @@ async fn shop() -> Shop {
         json!([{"type": "instock", "boolean": false}]),
         json!([public]),
     ];
+    let mut ids = Vec::new();
     for values in gadgets {
-        app.create(&owner, &gadget, values).await;
+        ids.push(app.create(&owner, &gadget, values).await);
     }
     app.settle().await;
     Shop {
         app,
         owner,
         reader: reader_token,
+        reader_id: reader,
         makers: [makers[0].clone(), makers[1].clone()],
+        gadgets: ids,
     }
 }
 
@@ -177,4 +182,79 @@ async fn a_whole_type_group_reads_the_grouped_values_not_every_document() {
     let plan = plans.join("\n");
     assert!(plan.contains("property_values_boolean"), "{plan}");
     assert!(!plan.contains("jsonb_array_length"), "no document is read: {plan}");
+}
+
+#[tokio::test]
+async fn a_group_by_a_boolean_no_entity_holds_twice_adds_up_tallies_that_follow_deletes_and_rights() {
+    let shop = shop().await;
+    let (app, owner) = (&shop.app, shop.owner.as_str());
+    // gadget 2 keeps `true` alone: no gadget holds two `instock` values now
+    let (_, second) = app.get(&format!("/api/demo/entity/{}", shop.gadgets[1]), owner).await;
+    let not_in_stock = second["entity"]["instock"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|value| value["boolean"] == false)
+        .unwrap()["_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, _) = app
+        .call(
+            "DELETE",
+            &format!("/api/demo/property/{not_in_stock}"),
+            Some(owner),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let params = [
+        ("_type.string".to_owned(), "gadget".to_owned()),
+        ("group".to_owned(), "instock.boolean".to_owned()),
+    ];
+    let query = eds::query::ListQuery::parse(&params).unwrap();
+    let mut conn = app.pool.get().await.unwrap();
+    let plan = eds::query::sql::explain(&mut conn, "demo", None, &query)
+        .await
+        .unwrap()
+        .join("\n");
+    assert!(plan.contains("boolean_tallies"), "{plan}");
+
+    let (reader, owner) = (Some(shop.reader.as_str()), Some(owner));
+    // owner: 3 and 5 not in stock, 1, 2 and 4 in stock, 6 without
+    assert_eq!(
+        shop.groups(owner, "instock", "boolean").await,
+        [row(2, json!([false])), row(3, json!([true])), row(1, json!([]))]
+    );
+    // the reader: not 5
+    assert_eq!(
+        shop.groups(reader, "instock", "boolean").await,
+        [row(1, json!([false])), row(3, json!([true])), row(1, json!([]))]
+    );
+    // anonymous: the public 1, 2 and 6
+    assert_eq!(
+        shop.groups(None, "instock", "boolean").await,
+        [row(2, json!([true])), row(1, json!([]))]
+    );
+
+    // the reader now views 5: its value moves to the reader's tallies
+    let viewer = json!({"type": "_viewer", "reference": shop.reader_id});
+    let (status, _) = app
+        .post(&format!("/api/demo/entity/{}", shop.gadgets[4]), owner.unwrap(), viewer)
+        .await;
+    assert_eq!(status, 200);
+    // gadget 1 is deleted: its value leaves every tally
+    let (status, _) = app
+        .call("DELETE", &format!("/api/demo/entity/{}", shop.gadgets[0]), owner, None)
+        .await;
+    assert_eq!(status, 200);
+    app.settle().await;
+    assert_eq!(
+        shop.groups(reader, "instock", "boolean").await,
+        [row(2, json!([false])), row(2, json!([true])), row(1, json!([]))]
+    );
+    assert_eq!(
+        shop.groups(None, "instock", "boolean").await,
+        [row(1, json!([true])), row(1, json!([]))]
+    );
 }

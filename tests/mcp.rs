@@ -472,7 +472,7 @@ async fn without_an_access_token_the_endpoint_challenges_with_its_metadata() {
             "resource": format!("{}/api/demo/mcp", app.url),
             "authorization_servers": [api_url],
             "bearer_methods_supported": ["header"],
-            "scopes_supported": [],
+            "scopes_supported": ["read", "write"],
         })
     );
     let (status, _) = app

@@ -3,13 +3,16 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use eds::db::schema::property_values::dsl;
 use serde_json::{Value as Json, json};
 use tokio::process::Child;
 
-use common::processes::{Demo, call_json, create_demo, entity_type, login, serve, serve_logged};
+use common::processes::{Demo, call_json, create_demo, entity_type, log_once, login, serve, serve_logged};
 
 /// Two `eds serve` processes on one fresh database `demo`: their URLs, an
 /// owner token valid on both, and the id of the `entity` meta type.
@@ -219,8 +222,7 @@ async fn server_logs_never_contain_keys_or_tokens() {
         .send()
         .await
         .unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let log = log.lock().unwrap().join("\n");
+    let log = log_once(&log, |line| line.contains("trace-7")).await.join("\n");
     assert!(log.contains("/api/demo/entity"), "requests are logged: {log}");
     assert!(log.contains("trace-7"), "log lines carry the request id: {log}");
     for secret in [&key, &second_key, &token, &common::JWT_SECRET.to_owned()] {
@@ -263,9 +265,9 @@ async fn json_log_lines_of_a_request_all_carry_its_request_id() {
         );
     }
     assert_eq!(upload.send().await.unwrap().status(), 200);
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-
-    let before = log.lock().unwrap().len();
+    let before = log_once(&log, |line| line.contains("/storage/") && line.contains("served"))
+        .await
+        .len();
     let response = http
         .get(format!(
             "{url}/api/demo/property/{}/thumbnail/50",
@@ -281,9 +283,7 @@ async fn json_log_lines_of_a_request_all_carry_its_request_id() {
     assert_eq!(response.headers()["retry-after"], "5");
     let refused: Json = response.json().await.unwrap();
     assert_eq!(refused["error"], "pdf_unavailable", "{refused}");
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-
-    let log = log.lock().unwrap().clone();
+    let log = log_once(&log, |line| line.contains("abc-123") && line.contains("\"served\"")).await;
     let parsed: Vec<Json> = log
         .iter()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not a JSON line: {line}")))
@@ -330,9 +330,11 @@ async fn sigterm_lets_writes_in_flight_finish_and_every_acknowledged_write_is_st
         .unwrap()
         .to_owned();
     // 8 clients create entities until the server goes away
+    let answered = Arc::new(AtomicUsize::new(0));
     let clients: Vec<_> = (0..8)
         .map(|client| {
             let (http, url, token, person_type) = (http.clone(), url.clone(), token.clone(), person_type.clone());
+            let answered = answered.clone();
             tokio::spawn(async move {
                 let (mut acknowledged, mut unexpected) = (Vec::new(), Vec::new());
                 for n in 0.. {
@@ -344,6 +346,7 @@ async fn sigterm_lets_writes_in_flight_finish_and_every_acknowledged_write_is_st
                     if status == 201 {
                         let created: Json = response.json().await.expect("an acknowledged write's whole answer");
                         acknowledged.push(created["_id"].as_str().unwrap().to_owned());
+                        answered.fetch_add(1, Ordering::Relaxed);
                     } else if status != 503 {
                         unexpected.push(format!("{status}: {}", response.text().await.unwrap_or_default()));
                     }
@@ -352,7 +355,15 @@ async fn sigterm_lets_writes_in_flight_finish_and_every_acknowledged_write_is_st
             })
         })
         .collect();
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // stop while writes are under way, however slowly a busy machine answers the first ones
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while AtomicUsize::load(&answered, Ordering::Relaxed) < 16 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no writes were answered before the stop"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let pid = server.id().unwrap().to_string();
     assert!(
         std::process::Command::new("kill")
@@ -372,7 +383,7 @@ async fn sigterm_lets_writes_in_flight_finish_and_every_acknowledged_write_is_st
         acknowledged.extend(stored);
         unexpected.extend(refused);
     }
-    let log = log.lock().unwrap().join("\n");
+    let log = log_once(&log, |line| line.contains("stopped")).await.join("\n");
     assert!(
         unexpected.is_empty(),
         "answers other than 201 or 503: {unexpected:?}\n{log}"
@@ -396,7 +407,6 @@ async fn sigterm_lets_writes_in_flight_finish_and_every_acknowledged_write_is_st
         acknowledged.len(),
         "every acknowledged write is stored"
     );
-    assert!(log.contains("stopped"), "{log}");
 }
 
 #[tokio::test]

@@ -12,6 +12,8 @@
 //! - `invite`: on a session token, the invitation the sign-in began with.
 //! - `oauth_client`: on a token the OAuth server issued, the SHA-256 (hex)
 //!   of the client id it was issued to (client ids can be kilobytes long).
+//! - `scope`: on a token the OAuth server issued, the scopes granted
+//!   (`read`, `write`); a token without it has full rights.
 //!
 //! Kinds (`use`): `access` (the API), `session` (a provider login, 5 minutes,
 //! single use, bound to the browser's address, exchanged at `GET /api/auth`),
@@ -67,6 +69,9 @@ pub struct Claims {
     /// On a token the OAuth server issued: the SHA-256 (hex) of its client's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth_client: Option<String>,
+    /// On a token the OAuth server issued: the scopes granted, space-separated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 impl Claims {
@@ -87,20 +92,23 @@ impl Claims {
             invite: None,
             passkey: None,
             oauth_client: None,
+            scope: None,
         }
     }
 
     /// An access token the OAuth server issues to the client whose id has
-    /// the SHA-256 `client_digest`: bound to no address (the client's
-    /// server may use it).
+    /// the SHA-256 `client_digest`, granted `scope`: bound to no address
+    /// (the client's server may use it).
     pub fn for_oauth_client(
         sub: String,
         accounts: BTreeMap<String, String>,
         client_digest: &str,
+        scope: &str,
         now: DateTime<Utc>,
     ) -> Claims {
         Claims {
             oauth_client: Some(client_digest.to_owned()),
+            scope: Some(scope.to_owned()),
             ..Claims::access(sub, accounts, None, now)
         }
     }
@@ -110,6 +118,11 @@ impl Claims {
     /// `oauth_client` was carried counts as one too.
     pub fn issued_by_oauth(&self) -> bool {
         self.oauth_client.is_some() || self.ip.is_none()
+    }
+
+    /// Whether the token may write: it has no `scope` claim, or one holding `write`.
+    pub fn may_write(&self) -> bool {
+        self.scope.as_deref().is_none_or(super::scope::allows_write)
     }
 
     /// A session token for the login `sub`, bound to `ip`, with the id `jti`
@@ -512,7 +525,7 @@ mod tests {
     fn a_token_of_the_oauth_server_names_its_client_and_is_told_apart() {
         let now = Utc::now();
         let accounts = BTreeMap::from([("db".to_owned(), "p".to_owned())]);
-        let oauth = Claims::for_oauth_client("login:e-mail:a@example.com".into(), accounts, "c1-digest", now);
+        let oauth = Claims::for_oauth_client("login:e-mail:a@example.com".into(), accounts, "c1-digest", "read", now);
         let keys = keys();
         let verified = keys
             .verify_access(&keys.sign(&oauth).unwrap(), "127.0.0.9", now)
@@ -526,6 +539,20 @@ mod tests {
         let mut before_the_claim = claims(now);
         before_the_claim.ip = None;
         assert!(before_the_claim.issued_by_oauth());
+    }
+
+    #[test]
+    fn a_read_scoped_token_carries_its_scope_and_may_not_write_while_one_without_the_claim_may() {
+        let now = Utc::now();
+        let accounts = BTreeMap::from([("db".to_owned(), "p".to_owned())]);
+        let sub = "login:e-mail:a@example.com";
+        let keys = keys();
+        let read = Claims::for_oauth_client(sub.into(), accounts.clone(), "c1", "read", now);
+        let verified = keys.verify_access(&keys.sign(&read).unwrap(), "", now).unwrap();
+        assert_eq!(verified.scope.as_deref(), Some("read"));
+        assert!(!verified.may_write());
+        assert!(Claims::for_oauth_client(sub.into(), accounts, "c1", "read write", now).may_write());
+        assert!(claims(now).may_write(), "a sign-in's token has full rights");
     }
 
     #[test]

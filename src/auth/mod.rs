@@ -8,4 +8,5 @@ pub mod clock;
 pub mod jwt;
 pub mod login;
 pub mod oauth;
+pub mod scope;
 pub mod subject;

@@ -194,6 +194,7 @@ pub async fn delete(pool: &Pool, name: &str) -> Result<Option<i64>, ApiError> {
                 "idempotent_writes",
                 "request_counts",
                 "property_values",
+                "boolean_tallies",
                 "entities",
                 "entity_tallies",
                 "audiences",

@@ -8,6 +8,7 @@ use futures_util::future::LocalBoxFuture;
 
 use super::AppState;
 use crate::auth::jwt::Claims;
+use crate::auth::scope;
 use crate::error::ApiError;
 
 /// Who is calling: anonymous, or the holder of an acceptable access token.
@@ -35,9 +36,19 @@ impl Caller {
         }
     }
 
+    /// 403 `insufficient_scope` for a token granted `read` only: every
+    /// write asks this first, before it looks anything up.
+    pub fn require_write(&self) -> Result<(), ApiError> {
+        if self.claims.as_ref().is_some_and(|claims| !claims.may_write()) {
+            return Err(scope::write_refused());
+        }
+        Ok(())
+    }
+
     /// 403 for a token the OAuth server issued: a credential it added (an
     /// API key, a login, a passkey) would outlive the token and its grant.
     pub fn refuse_oauth_credentials(&self) -> Result<(), ApiError> {
+        self.require_write()?;
         if self.claims.as_ref().is_some_and(Claims::issued_by_oauth) {
             return Err(ApiError::forbidden(
                 "OAuth tokens cannot add credentials (API keys, logins, passkeys)",

@@ -71,6 +71,7 @@ pub async fn create(
     caller: Caller,
     body: web::Json<NewDatabase>,
 ) -> Result<HttpResponse, ApiError> {
+    caller.require_write()?;
     let claims = caller.claims.ok_or_else(ApiError::token_required)?;
     let login = claims
         .login()

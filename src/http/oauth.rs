@@ -30,6 +30,7 @@ pub struct AuthorizeQuery {
     db: Option<String>,
     resource: Option<String>,
     provider: Option<String>,
+    scope: Option<String>,
     lang: Option<String>,
 }
 
@@ -82,6 +83,7 @@ fn refused_here(req: &HttpRequest, lang: Lang, error: ApiError) -> HttpResponse 
         ("db" = Option<String>, Query, description = "The database the token is for"),
         ("resource" = Option<String>, Query, description = "Instead of `db` (RFC 8707): a URL on this service's host, e.g. the MCP URL `.../api/{db}/mcp`"),
         ("provider" = Option<String>, Query, description = "A sign-in provider; without it the person chooses"),
+        ("scope" = Option<String>, Query, description = "Space-separated: `read` (the token reads as its person does), `write` (it also writes); unknown values are ignored; none means `read write`; neither `read` nor `write` → `error=invalid_scope`"),
         ("lang" = Option<String>, Query, description = "`en` (default) or `et`"),
     ),
     responses(
@@ -105,6 +107,7 @@ pub async fn authorize(
         db: query.db.as_deref(),
         resource: query.resource.as_deref(),
         provider: query.provider.as_deref(),
+        scope: query.scope.as_deref(),
         lang,
     };
     let ip = client_ip(&req, &state.trusted_proxies);
@@ -171,6 +174,7 @@ pub async fn complete(state: web::Data<AppState>, req: HttpRequest, query: web::
         client_host: pending.authorization.client_host.as_deref(),
         redirect_uri: &pending.authorization.redirect_uri,
         db: &pending.authorization.db,
+        scope: &pending.authorization.scope,
         allow_url: &format!("{api_url}/auth/authorize/consent"),
         deny_url: &deny_url,
         token: &token,

@@ -8,6 +8,7 @@ use actix_web::{HttpResponse, web};
 use super::AppState;
 use super::views::oauth::{Registered, Registration, ServerMetadata, TokenAnswer, TokenForm, oauth_error};
 use crate::auth::oauth::{self, ACCESS_TOKEN_SECONDS};
+use crate::auth::scope::SCOPES_SUPPORTED;
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::sign_in::oauth::Redemption;
 
@@ -29,6 +30,7 @@ pub async fn metadata(state: web::Data<AppState>) -> HttpResponse {
         token_endpoint_auth_methods_supported: ["none"],
         authorization_response_iss_parameter_supported: true,
         client_id_metadata_document_supported: true,
+        scopes_supported: SCOPES_SUPPORTED,
     })
 }
 
@@ -114,12 +116,13 @@ pub async fn token(state: web::Data<AppState>, form: web::Form<TokenForm>) -> Ht
         .redeem_code(&state.jwt, redemption, state.clock.now())
         .await
     {
-        Ok(access_token) => HttpResponse::Ok()
+        Ok(redeemed) => HttpResponse::Ok()
             .insert_header(("Cache-Control", "no-store"))
             .json(TokenAnswer {
-                access_token,
+                access_token: redeemed.access_token,
                 token_type: "Bearer",
                 expires_in: ACCESS_TOKEN_SECONDS,
+                scope: redeemed.scope,
             }),
         Err(error) => oauth_error(&error),
     }

@@ -14,6 +14,7 @@ use super::views::entities::Entity;
 use super::views::responses::error_response;
 use super::views::values::{Created, PropertyValue, Upload, UploadHeaders};
 use super::views::writes::{Counter, DateInput, NewValue};
+use crate::auth::scope::{WRITE_CHALLENGE, write_refused};
 use crate::error::{ApiError, ErrorBody};
 
 #[derive(OpenApi)]
@@ -53,7 +54,7 @@ struct ApiDoc;
 pub fn document_of(operations: utoipa::openapi::OpenApi) -> String {
     let mut document = ApiDoc::openapi();
     document.merge(operations);
-    for modifier in [&Security as &dyn Modify, &RateLimited, &Challenged] {
+    for modifier in [&Security as &dyn Modify, &RateLimited, &Challenged, &ScopeRefused] {
         modifier.modify(&mut document);
     }
     document.to_pretty_json().expect("the OpenAPI document serializes")
@@ -238,6 +239,56 @@ impl Modify for Challenged {
                         .headers
                         .entry("WWW-Authenticate".to_owned())
                         .or_insert_with(|| header.clone());
+                }
+            }
+        }
+    }
+}
+
+/// The operations that write, which a token granted `read` only is refused.
+const WRITES: [&str; 12] = [
+    "create_entity",
+    "add_values",
+    "delete_entity",
+    "aggregate_entity",
+    "duplicate_entity",
+    "delete_property",
+    "create_database",
+    "create_database_put",
+    "passkey_app_register_options",
+    "passkey_app_register",
+    "passkey_register_options",
+    "passkey_register_finish",
+];
+
+/// Every write documents its refusal of a `read`-only token (its 403, with
+/// the step-up challenge).
+struct ScopeRefused;
+
+impl Modify for ScopeRefused {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let refusal =
+            "`insufficient_scope`: an OAuth token granted the `read` scope only (before anything is looked up)";
+        let header = HeaderBuilder::new()
+            .description(Some(format!("`{WRITE_CHALLENGE}` with `insufficient_scope`")))
+            .build();
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete];
+            for operation in operations.into_iter().flatten() {
+                if !operation.operation_id.as_deref().is_some_and(|id| WRITES.contains(&id)) {
+                    continue;
+                }
+                let example = serde_json::to_value(write_refused().body()).ok();
+                let forbidden = operation
+                    .responses
+                    .responses
+                    .entry("403".to_owned())
+                    .or_insert_with(|| RefOr::T(error_response(refusal, example)));
+                if let RefOr::T(response) = forbidden {
+                    if !response.description.contains(refusal) {
+                        response.description = format!("{}; or {refusal}", response.description);
+                    }
+                    response.headers.insert("WWW-Authenticate".to_owned(), header.clone());
                 }
             }
         }

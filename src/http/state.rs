@@ -50,7 +50,8 @@ pub struct AppState {
 
 impl AppState {
     /// Has database `db`'s writer apply `op` for the caller's person there:
-    /// 401 without a token, 403 with one for other databases, 404 for an
+    /// 403 `insufficient_scope` for a read-only token, 401 without a token,
+    /// 403 with one for other databases, 404 for an
     /// unknown database. API keys the write asks for are hashed here, before
     /// its turn, so the writer never waits for them. With `idempotency`, a
     /// repeat of the write answers [`WriteOutcome::Replayed`].
@@ -61,6 +62,7 @@ impl AppState {
         op: WriteOp,
         idempotency: Option<IdempotencyKey>,
     ) -> Result<WriteOutcome, ApiError> {
+        caller.require_write()?;
         let actor = caller.require_person(db)?.to_owned();
         self.require_database(db).await?;
         let request = WriteRequest {

@@ -10,15 +10,13 @@ use super::Lang;
 use super::oauth::{Authorization, digest};
 use crate::auth::login::PROVIDERS;
 use crate::auth::oauth::{Client, resource_database};
+use crate::auth::scope;
 use crate::error::{ApiError, ErrorCode};
 
 /// A PKCE S256 challenge: base64url of a SHA-256, unpadded.
 const CODE_CHALLENGE_CHARS: usize = 43;
 /// The longest `state` kept (and echoed) in bytes.
 pub const MAX_STATE_BYTES: usize = 1024;
-/// Scopes do not exist yet: every token reads and writes. Consent is
-/// remembered per scope, so narrower scopes will ask on their own.
-pub const FULL_SCOPE: &str = "read write";
 
 /// The query of `GET /auth/authorize`, as given.
 #[derive(Debug, Default, Clone, Copy)]
@@ -31,6 +29,8 @@ pub struct AuthorizeParams<'a> {
     pub db: Option<&'a str>,
     pub resource: Option<&'a str>,
     pub provider: Option<&'a str>,
+    /// The scopes asked, space-separated.
+    pub scope: Option<&'a str>,
     pub lang: Lang,
 }
 
@@ -128,6 +128,9 @@ pub fn check_authorize_request(
             "code_challenge must be 43 base64url characters (S256)",
         ));
     }
+    let Some(scope) = scope::granted(params.scope) else {
+        return Err(back("invalid_scope", "scope must hold read, write or both"));
+    };
     let db = match (params.db, params.resource) {
         (Some(db), _) => Some(db.to_owned()),
         (None, Some(resource)) => resource_database(resource, context.hosts),
@@ -153,7 +156,7 @@ pub fn check_authorize_request(
         state: state.map(str::to_owned),
         db,
         resource_digest: params.resource.map(digest),
-        scope: FULL_SCOPE.to_owned(),
+        scope,
         lang: params.lang.code().to_owned(),
     };
     Ok(Checked {
@@ -261,8 +264,18 @@ mod tests {
         assert_eq!(authorization.client_name.as_deref(), Some("App"));
         assert_eq!(authorization.db, "books");
         assert_eq!(authorization.resource_digest, Some(digest(resource)));
-        assert_eq!(authorization.scope, FULL_SCOPE);
+        assert_eq!(authorization.scope, scope::FULL_SCOPE);
         assert_eq!(authorization.state.as_deref(), Some("st4te"));
+    }
+
+    #[test]
+    fn the_scope_asked_is_kept_without_unknown_values() {
+        let client = client();
+        let given = AuthorizeParams {
+            scope: Some("openid read"),
+            ..params()
+        };
+        assert_eq!(check(given, Some(&client)).unwrap().authorization.scope, "read");
     }
 
     #[test]
@@ -341,6 +354,13 @@ mod tests {
                     ..params()
                 },
                 "invalid_request",
+            ),
+            (
+                AuthorizeParams {
+                    scope: Some("openid profile"),
+                    ..params()
+                },
+                "invalid_scope",
             ),
         ] {
             assert_eq!(

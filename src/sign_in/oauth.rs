@@ -70,6 +70,12 @@ pub fn digest(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 
+/// A code redeemed: the access token and the scope it grants.
+pub struct Redeemed {
+    pub access_token: String,
+    pub scope: String,
+}
+
 fn invalid_grant(why: &'static str) -> ApiError {
     ApiError::new(ErrorCode::InvalidGrant, why)
 }
@@ -140,14 +146,14 @@ impl SignIn {
     }
 
     /// Redeems a code, once: the access token it grants, bound to its
-    /// database and to no address. The code is used up by the first
+    /// database and to no address, carrying the authorization's scope. The code is used up by the first
     /// attempt, right or wrong, so a guessed verifier gets one try.
     pub async fn redeem_code(
         &self,
         jwt: &JwtKeys,
         redemption: Redemption<'_>,
         now: DateTime<Utc>,
-    ) -> Result<String, ApiError> {
+    ) -> Result<Redeemed, ApiError> {
         let unknown = || invalid_grant("The code is unknown, used or expired");
         let granted: Granted = self.take(redemption.code, CODE, UNBOUND, now, unknown).await?;
         let authorization = &granted.authorization;
@@ -173,7 +179,13 @@ impl SignIn {
             ));
         }
         let accounts = BTreeMap::from([(authorization.db.clone(), granted.person)]);
-        let client = &granted.authorization.client_digest;
-        jwt.sign(&Claims::for_oauth_client(granted.sub, accounts, client, now))
+        let Authorization {
+            client_digest, scope, ..
+        } = granted.authorization;
+        let claims = Claims::for_oauth_client(granted.sub, accounts, &client_digest, &scope, now);
+        Ok(Redeemed {
+            access_token: jwt.sign(&claims)?,
+            scope,
+        })
     }
 }

@@ -64,6 +64,25 @@ pub async fn serve_logged(
     panic!("eds serve exited before listening");
 }
 
+/// The log kept by [`serve_logged`] once one of its lines satisfies `seen`: the
+/// server writes its log as it goes and the test reads the pipe on its own task,
+/// so a line can arrive well after the request it belongs to on a busy machine.
+pub async fn log_once(log: &Mutex<Vec<String>>, seen: impl Fn(&str) -> bool) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let lines = log.lock().unwrap().clone();
+        if lines.iter().any(|line| seen(line)) {
+            return lines;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the awaited line never reached the log:\n{}",
+            lines.join("\n")
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// What `eds db create demo` printed.
 pub struct Demo {
     pub person: String,

@@ -15,6 +15,7 @@ use super::views::mcp::{
     ProtectedResource, RpcAnswer, RpcMessage, protected_resource_example, rpc_answer_example, rpc_request_example,
 };
 use super::{AppState, Caller};
+use crate::auth::scope::SCOPES_SUPPORTED;
 use crate::db::databases;
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::mcp::{self, Message, PROTOCOL_VERSIONS, RpcError};
@@ -107,7 +108,7 @@ pub async fn protected_resource(state: web::Data<AppState>, db: web::Path<String
         resource: format!("{}/api/{db}/mcp", state.sign_in.public_url),
         authorization_servers: vec![state.sign_in.api_url.clone()],
         bearer_methods_supported: vec!["header"],
-        scopes_supported: Vec::new(),
+        scopes_supported: SCOPES_SUPPORTED,
     }))
 }
 

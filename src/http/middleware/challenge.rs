@@ -1,5 +1,7 @@
 //! The challenge of every 401 under `/api/` (RFC 9110 §15.5.2, RFC 6750 §3):
-//! a strict OAuth client learns from `WWW-Authenticate` how to authenticate.
+//! a strict OAuth client learns from `WWW-Authenticate` how to authenticate,
+//! and from a write refused for its scope (403 `insufficient_scope`) which
+//! scope to ask for (step-up authorization).
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -7,10 +9,13 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{HeaderValue, WWW_AUTHENTICATE};
 use actix_web::middleware::Next;
 
+use crate::auth::scope::WRITE_CHALLENGE;
+use crate::error::{ApiError, ErrorCode};
 use crate::http::bearer;
 
 /// Adds `WWW-Authenticate: Bearer` to an API's 401, or completes the
-/// route's own challenge (the MCP route names its resource metadata).
+/// route's own challenge (the MCP route names its resource metadata); and
+/// the `write` scope's challenge to a write refused for its scope.
 pub async fn challenge(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -24,6 +29,15 @@ pub async fn challenge(
         if let Ok(value) = HeaderValue::from_str(&bearer_challenge(given, token_sent)) {
             headers.insert(WWW_AUTHENTICATE, value);
         }
+    }
+    let refused_scope = response
+        .response()
+        .error()
+        .and_then(|error| error.as_error::<ApiError>())
+        .is_some_and(|error| error.code == ErrorCode::InsufficientScope);
+    if refused_scope {
+        let value = HeaderValue::from_static(WRITE_CHALLENGE);
+        response.headers_mut().insert(WWW_AUTHENTICATE, value);
     }
     Ok(response)
 }

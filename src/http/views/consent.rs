@@ -1,10 +1,11 @@
 //! The OAuth consent page: which app (in its own words), where it sends the
-//! person, which database and what access; one form that allows, one link
-//! that denies.
+//! person, which database and what access (in words, and the scopes by
+//! name); one form that allows, one link that denies.
 
 use actix_web::HttpResponse;
 
 use super::pages::{escape, page_with_form_target};
+use crate::auth::scope::allows_write;
 use crate::sign_in::Lang;
 
 /// What the consent page shows and where its answers go.
@@ -15,12 +16,21 @@ pub struct ConsentPage<'a> {
     pub client_host: Option<&'a str>,
     pub redirect_uri: &'a str,
     pub db: &'a str,
+    /// The scopes asked, space-separated.
+    pub scope: &'a str,
     /// The absolute URL the form posts to (this service's own).
     pub allow_url: &'a str,
     /// The absolute URL of the deny link.
     pub deny_url: &'a str,
     /// The single-use consent token the form carries.
     pub token: &'a str,
+}
+
+/// What a grant lets the app do, in words: its name and what it means.
+struct Access {
+    name: &'static str,
+    means: &'static str,
+    warning: &'static str,
 }
 
 struct Texts {
@@ -33,8 +43,9 @@ struct Texts {
     sends_to: &'static str,
     database: &'static str,
     access: &'static str,
-    read_and_write: &'static str,
-    warning: &'static str,
+    scopes: &'static str,
+    read_only: Access,
+    read_and_write: Access,
     allow: &'static str,
     deny: &'static str,
 }
@@ -51,8 +62,17 @@ fn texts(lang: Lang) -> &'static Texts {
             sends_to: "Sends you to",
             database: "Database",
             access: "Access",
-            read_and_write: "read and write access",
-            warning: "Allow only if you started this from an app you trust: for 12 hours it can read and change everything you can in this database.",
+            scopes: "scopes",
+            read_only: Access {
+                name: "read-only access",
+                means: "it may read what you can read",
+                warning: "Allow only if you started this from an app you trust: for 12 hours it can read everything you can in this database.",
+            },
+            read_and_write: Access {
+                name: "read and write access",
+                means: "it may read and change what you can change",
+                warning: "Allow only if you started this from an app you trust: for 12 hours it can read and change everything you can in this database.",
+            },
             allow: "Allow",
             deny: "Deny",
         },
@@ -66,8 +86,17 @@ fn texts(lang: Lang) -> &'static Texts {
             sends_to: "Suunab sind aadressile",
             database: "Andmebaas",
             access: "Juurdepääs",
-            read_and_write: "lugemis- ja kirjutusõigus",
-            warning: "Luba ainult siis, kui alustasid seda rakendusest, mida usaldad: 12 tunni jooksul saab see lugeda ja muuta kõike, mida sina selles andmebaasis saad.",
+            scopes: "õigused",
+            read_only: Access {
+                name: "lugemisõigus",
+                means: "see võib lugeda, mida sina saad lugeda",
+                warning: "Luba ainult siis, kui alustasid seda rakendusest, mida usaldad: 12 tunni jooksul saab see lugeda kõike, mida sina selles andmebaasis saad.",
+            },
+            read_and_write: Access {
+                name: "lugemis- ja kirjutusõigus",
+                means: "see võib lugeda ja muuta, mida sina saad muuta",
+                warning: "Luba ainult siis, kui alustasid seda rakendusest, mida usaldad: 12 tunni jooksul saab see lugeda ja muuta kõike, mida sina selles andmebaasis saad.",
+            },
             allow: "Luba",
             deny: "Keela",
         },
@@ -111,12 +140,23 @@ pub fn consent_page(page: &ConsentPage<'_>) -> HttpResponse {
         Some(host) => format!("<dt>{}</dt><dd><strong>{}</strong></dd>", t.described_at, escape(host)),
         None => String::new(),
     };
+    let access = if allows_write(page.scope) {
+        &t.read_and_write
+    } else {
+        &t.read_only
+    };
+    let scopes: Vec<String> = page
+        .scope
+        .split_whitespace()
+        .map(|scope| format!("<code>{}</code>", escape(scope)))
+        .collect();
     let main = format!(
         "<h1>{title}</h1><p>{intro}</p>\
          <dl><dt>{app}</dt><dd>{client_name}</dd>{described_at}\
          <dt>{sends_to}</dt><dd><strong>{host}</strong></dd>\
          <dt>{database}</dt><dd><strong>{db}</strong></dd>\
-         <dt>{access}</dt><dd>{read_and_write}</dd></dl>\
+         <dt>{access}</dt><dd><strong>{access_name}</strong>: {access_means} \
+         <small>({scopes_word}: {scopes})</small></dd></dl>\
          <p class=\"note\">{warning}</p>\
          <form method=\"post\" action=\"{allow_url}\">\
          <input type=\"hidden\" name=\"consent\" value=\"{token}\">\
@@ -131,8 +171,11 @@ pub fn consent_page(page: &ConsentPage<'_>) -> HttpResponse {
         database = t.database,
         db = escape(page.db),
         access = t.access,
-        read_and_write = t.read_and_write,
-        warning = t.warning,
+        access_name = access.name,
+        access_means = access.means,
+        scopes_word = t.scopes,
+        scopes = scopes.join(" "),
+        warning = access.warning,
         allow_url = escape(page.allow_url),
         token = escape(page.token),
         lang = page.lang.code(),

@@ -13,7 +13,8 @@ pub struct ProtectedResource {
     /// The OAuth authorization server (`http.api_url`).
     pub authorization_servers: Vec<String>,
     pub bearer_methods_supported: Vec<&'static str>,
-    pub scopes_supported: Vec<String>,
+    /// `read` (reads as the person does) and `write` (writes too).
+    pub scopes_supported: [&'static str; 2],
 }
 
 pub fn protected_resource_example() -> Json {
@@ -21,7 +22,7 @@ pub fn protected_resource_example() -> Json {
         "resource": "http://localhost:8080/api/demo/mcp",
         "authorization_servers": ["http://localhost:8080"],
         "bearer_methods_supported": ["header"],
-        "scopes_supported": [],
+        "scopes_supported": ["read", "write"],
     })
 }
 

@@ -61,6 +61,8 @@ pub struct ServerMetadata {
     pub authorization_response_iss_parameter_supported: bool,
     /// A `client_id` may be the https URL of the client's metadata document.
     pub client_id_metadata_document_supported: bool,
+    /// `read` (reads as the person does) and `write` (writes too).
+    pub scopes_supported: [&'static str; 2],
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -112,4 +114,6 @@ pub struct TokenAnswer {
     pub access_token: String,
     pub token_type: &'static str,
     pub expires_in: i64,
+    /// The scopes granted, space-separated: `read`, `write` or `read write`.
+    pub scope: String,
 }

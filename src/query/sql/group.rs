@@ -80,8 +80,9 @@ fn from_documents(db: &str, person: Option<&str>, query: &ListQuery, referencing
 /// property's value rows and the entity tallies instead of every entity's
 /// document: an index-only scan of the values the caller may see, each
 /// entity keyed by its smallest (each value row its entity's key where no
-/// entity holds several); the entities without such a value (counted as
-/// the tallies' total less the keyed ones) form the last group.
+/// entity holds several), or for a boolean no entity holds twice the
+/// boolean tallies; the entities without such a value (counted as the
+/// tallies' total less the keyed ones) form the last group.
 struct FromValues<'a> {
     prop: &'a str,
     field: Field,
@@ -119,29 +120,14 @@ impl<'a> FromValues<'a> {
 
     fn statement(&self, db: &str, person: Option<&str>, query: &ListQuery) -> Sql {
         let value = format!("v.{}", column(self.field));
-        // the smallest of an entity's values (`false` before `true`)
-        let key = match self.field {
-            _ if self.single_valued => value.clone(),
-            Field::Boolean => format!("bool_and({value})"),
-            _ => format!("min({value})"),
-        };
         let mut sql = Sql::default();
-        sql.push(&format!(
-            "WITH keyed AS (SELECT v.entity_id AS id, {key} AS k FROM property_values v WHERE v.db = "
-        ))
-        .bind(Bind::Text(db.to_owned()))
-        .push(" AND v.prop = ")
-        .bind(Bind::Text(self.prop.to_owned()))
-        .push(&format!(" AND v.deleted_at IS NULL AND {value} IS NOT NULL AND "));
-        visible_value(&mut sql, "v", db, person);
-        for filter in self.total.types() {
-            sql.push(" AND ");
-            filter.test(&mut sql, db, "v.type_id");
+        sql.push("WITH ");
+        if self.single_valued && self.field == Field::Boolean {
+            self.groups_from_tallies(&mut sql, db, person);
+        } else {
+            self.groups_from_values(&mut sql, db, person);
         }
-        if !self.single_valued {
-            sql.push(" GROUP BY v.entity_id");
-        }
-        sql.push("), groups AS (SELECT min(id) AS first, count(*) AS count, k FROM keyed GROUP BY k), total AS (");
+        sql.push(", total AS (");
         self.total.push_into(&mut sql, db, person);
         sql.push(
             "), unkeyed AS (SELECT ((SELECT count FROM total) - (SELECT coalesce(sum(count), 0) FROM groups))::bigint AS count) \
@@ -160,5 +146,63 @@ impl<'a> FromValues<'a> {
              WHERE first IS NOT NULL ORDER BY k",
         );
         sql
+    }
+
+    /// `groups AS (...)`: each value's first entity, count and value, from
+    /// the caller's visible value rows, each entity keyed by its smallest
+    /// value (each row its entity's key where no entity holds several).
+    fn groups_from_values(&self, sql: &mut Sql, db: &str, person: Option<&str>) {
+        let value = format!("v.{}", column(self.field));
+        // the smallest of an entity's values (`false` before `true`)
+        let key = match self.field {
+            _ if self.single_valued => value.clone(),
+            Field::Boolean => format!("bool_and({value})"),
+            _ => format!("min({value})"),
+        };
+        sql.push(&format!(
+            "keyed AS (SELECT v.entity_id AS id, {key} AS k FROM property_values v WHERE v.db = "
+        ))
+        .bind(Bind::Text(db.to_owned()))
+        .push(" AND v.prop = ")
+        .bind(Bind::Text(self.prop.to_owned()))
+        .push(&format!(" AND v.deleted_at IS NULL AND {value} IS NOT NULL AND "));
+        visible_value(sql, "v", db, person);
+        self.of_the_types(sql, db, "v");
+        if !self.single_valued {
+            sql.push(" GROUP BY v.entity_id");
+        }
+        sql.push("), groups AS (SELECT min(id) AS first, count(*) AS count, k FROM keyed GROUP BY k)");
+    }
+
+    /// `groups AS (...)` for a boolean no entity holds twice: each value's
+    /// count added up from the tallies the caller may see, and its first
+    /// entity the first visible row of the value in the index's order.
+    fn groups_from_tallies(&self, sql: &mut Sql, db: &str, person: Option<&str>) {
+        sql.push("counted AS (SELECT t.value AS k, sum(t.count)::bigint AS count FROM boolean_tallies t WHERE t.db = ")
+            .bind(Bind::Text(db.to_owned()))
+            .push(" AND t.prop = ")
+            .bind(Bind::Text(self.prop.to_owned()))
+            .push(" AND ");
+        visible_value(sql, "t", db, person);
+        self.of_the_types(sql, db, "t");
+        sql.push(
+            " GROUP BY t.value HAVING sum(t.count) > 0), groups AS (SELECT (SELECT v.entity_id FROM property_values v \
+             WHERE v.db = ",
+        )
+        .bind(Bind::Text(db.to_owned()))
+        .push(" AND v.prop = ")
+        .bind(Bind::Text(self.prop.to_owned()))
+        .push(" AND v.deleted_at IS NULL AND v.boolean = c.k AND ");
+        visible_value(sql, "v", db, person);
+        self.of_the_types(sql, db, "v");
+        sql.push(" ORDER BY v.entity_id LIMIT 1) AS first, c.count, c.k FROM counted c)");
+    }
+
+    /// ` AND ...`: the rows of `alias` of the types the count is taken under.
+    fn of_the_types(&self, sql: &mut Sql, db: &str, alias: &str) {
+        for filter in self.total.types() {
+            sql.push(" AND ");
+            filter.test(sql, db, &format!("{alias}.type_id"));
+        }
     }
 }
