@@ -28,6 +28,7 @@ use crate::query::cache::AnswerCache;
 use crate::service::Service;
 use crate::service::rate_limits::RateLimits;
 use crate::sign_in::SignIn;
+use crate::sign_in::client_metadata::ClientDocuments;
 use crate::sign_in::login_checks::LoginChecks;
 use crate::sign_in::oidc::OidcProviders;
 use crate::sign_in::passkey::Passkeys;
@@ -123,6 +124,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         mailer: Mailer::from_settings(&settings.mail)?,
         oidc: OidcProviders::from_settings(&settings.auth)?,
         passkeys: Passkeys::from_settings(&settings.auth.webauthn, &settings.http.public_url),
+        client_documents: ClientDocuments::from_settings(&settings.oauth)?,
         public_url: settings.http.public_url.trim_end_matches('/').to_owned(),
         api_url: settings.http.oauth_issuer(),
         allowed_next_origins: settings.auth.next_origins()?,

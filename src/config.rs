@@ -19,6 +19,7 @@ pub struct Settings {
     pub metrics: MetricsSettings,
     pub mail: MailSettings,
     pub mcp: McpSettings,
+    pub oauth: OAuthSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -277,6 +278,16 @@ impl McpSettings {
         let own = origins("http.public_url", &[http.public_url.clone(), http.oauth_issuer()])?;
         Ok([own, origins("mcp.allowed_origins", &self.allowed_origins)?].concat())
     }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct OAuthSettings {
+    /// Client metadata documents may be on private and loopback addresses,
+    /// and plain http on loopback (tests).
+    pub allow_private_client_metadata: bool,
+    /// PEM roots trusted beside the public ones when fetching client
+    /// metadata documents; empty: none.
+    pub client_metadata_ca_file: String,
 }
 
 #[derive(Clone, Deserialize)]

@@ -15,6 +15,7 @@ pub mod mail;
 pub mod mcp;
 pub mod metrics;
 pub mod model;
+pub mod net;
 pub mod query;
 pub mod rights;
 pub mod service;

@@ -35,6 +35,7 @@ async fn the_metadata_lists_the_endpoints_at_the_issuers_root_only() {
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": ["none"],
             "authorization_response_iss_parameter_supported": true,
+            "client_id_metadata_document_supported": true,
             "scopes_supported": ["read", "write"],
         })
     );

@@ -24,6 +24,9 @@ pub const MAX_CLIENT_NAME_CHARS: usize = 200;
 const MAX_REDIRECT_URI_BYTES: usize = 1000;
 /// The `use` of a client id's claims, which no token has.
 const USE_CLIENT: &str = "oauth_client";
+/// The `use` of a client a metadata document describes: never signed, so
+/// such a client can never pass for a registered one.
+const USE_METADATA_DOCUMENT: &str = "client_metadata_document";
 
 /// A registered client, as its id carries it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +47,28 @@ pub fn register(
     redirect_uris: Vec<String>,
     now: DateTime<Utc>,
 ) -> Result<(String, Client), ApiError> {
+    let client = checked_client(USE_CLIENT, client_name, redirect_uris, now)?;
+    Ok((jwt.sign(&client)?, client))
+}
+
+/// A client its metadata document describes (the document's URL is its
+/// id), checked as a registration is; nothing is signed.
+pub fn described_client(
+    client_name: Option<&str>,
+    redirect_uris: Vec<String>,
+    now: DateTime<Utc>,
+) -> Result<Client, ApiError> {
+    checked_client(USE_METADATA_DOCUMENT, client_name, redirect_uris, now)
+}
+
+/// A client from its metadata, checked: 1 to 10 redirect URIs, each
+/// absolute, and the name cut to its length.
+fn checked_client(
+    token_use: &str,
+    client_name: Option<&str>,
+    redirect_uris: Vec<String>,
+    now: DateTime<Utc>,
+) -> Result<Client, ApiError> {
     if redirect_uris.is_empty() || redirect_uris.len() > MAX_REDIRECT_URIS {
         return Err(ApiError::new(
             ErrorCode::InvalidRedirectUri,
@@ -57,14 +82,13 @@ pub fn register(
             format!("Not an absolute URI without a fragment: {shown:?}"),
         ));
     }
-    let client = Client {
-        token_use: USE_CLIENT.to_owned(),
+    Ok(Client {
+        token_use: token_use.to_owned(),
         client_name: client_name.map(|name| name.chars().take(MAX_CLIENT_NAME_CHARS).collect()),
         redirect_uris,
         iat: now.timestamp(),
         exp: now.timestamp() + CLIENT_LIFETIME_SECONDS,
-    };
-    Ok((jwt.sign(&client)?, client))
+    })
 }
 
 /// The client `client_id` names, if this service signed it and it has not

@@ -74,7 +74,7 @@ fn refused_here(req: &HttpRequest, lang: Lang, error: ApiError) -> HttpResponse 
     get, path = "/auth/authorize", operation_id = "oauth_authorize", tag = "oauth", summary = "Authorize a client (code flow with PKCE)",
     description = "Checks the client and its redirect URI (else 400: an HTML page, or JSON for `Accept: application/json`); every other problem goes back to `redirect_uri` as `error`, `error_description`, `state` and `iss`. Then the person signs in (`provider`, or the method chooser) and, unless they allowed this client, redirect URI and scopes in the database within 30 days, is asked on a consent page; allowed, the browser returns to `redirect_uri` with `code` (5 minutes, single use), `state` and `iss`.",
     params(
-        ("client_id" = String, Query, description = "From registration"),
+        ("client_id" = String, Query, description = "From registration, or the https URL of the client's metadata document (fetched, at most 5 s and 64 KB; its `client_id` must be that URL)"),
         ("redirect_uri" = String, Query, description = "One of the client's registered URIs"),
         ("response_type" = String, Query, description = "`code`"),
         ("code_challenge" = String, Query, description = "PKCE: base64url(SHA-256(verifier)), 43 characters"),
@@ -88,7 +88,7 @@ fn refused_here(req: &HttpRequest, lang: Lang, error: ApiError) -> HttpResponse 
     ),
     responses(
         (status = 302, description = "To the sign-in, or back to `redirect_uri` with `error`"),
-        (status = 400, description = "Unknown `client_id`, or a `redirect_uri` not registered for it (`invalid_client`): a page for the person in the browser, JSON for a client that asks for it",
+        (status = 400, description = "Unknown `client_id` (also a metadata document that cannot be fetched or used), or a `redirect_uri` not registered for it (`invalid_client`): a page for the person in the browser, JSON for a client that asks for it",
          content((String = "text/html"), (ErrorBody = "application/json"))),
     )
 )]
@@ -171,6 +171,7 @@ pub async fn complete(state: web::Data<AppState>, req: HttpRequest, query: web::
     consent_page(&ConsentPage {
         lang: Lang::from_query(Some(&pending.authorization.lang)),
         client_name: pending.authorization.client_name.as_deref(),
+        client_host: pending.authorization.client_host.as_deref(),
         redirect_uri: &pending.authorization.redirect_uri,
         db: &pending.authorization.db,
         scope: &pending.authorization.scope,

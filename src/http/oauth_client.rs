@@ -29,6 +29,7 @@ pub async fn metadata(state: web::Data<AppState>) -> HttpResponse {
         code_challenge_methods_supported: ["S256"],
         token_endpoint_auth_methods_supported: ["none"],
         authorization_response_iss_parameter_supported: true,
+        client_id_metadata_document_supported: true,
         scopes_supported: SCOPES_SUPPORTED,
     })
 }

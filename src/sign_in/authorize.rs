@@ -150,6 +150,7 @@ pub fn check_authorize_request(
     let authorization = Authorization {
         client_digest: client_digest.clone(),
         client_name: client.client_name.clone(),
+        client_host: None,
         redirect_uri: redirect_uri.to_owned(),
         code_challenge: code_challenge.to_owned(),
         state: state.map(str::to_owned),

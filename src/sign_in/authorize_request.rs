@@ -11,14 +11,15 @@ use super::authorize::{
 };
 use super::oauth::digest;
 use crate::auth::jwt::JwtKeys;
-use crate::auth::oauth;
+use crate::auth::oauth::{self, Client};
 use crate::error::ApiError;
 
 impl SignIn {
     /// Where the browser goes for an authorization request from
     /// `client_ip`: the sign-in of its provider (or the method chooser),
-    /// which returns to its completion. `client_id` is looked up among the
-    /// clients `jwt` signed; `known_database` says whether a database exists.
+    /// which returns to its completion. `client_id` is the URL of a client
+    /// metadata document, fetched, or is looked up among the clients `jwt`
+    /// signed; `known_database` says whether a database exists.
     pub async fn authorize(
         &self,
         jwt: &JwtKeys,
@@ -28,7 +29,17 @@ impl SignIn {
         client_ip: &str,
         now: DateTime<Utc>,
     ) -> Result<String, AuthorizeRefusal> {
-        let client = client_id.and_then(|id| Some((oauth::client(jwt, id, now)?, digest(id))));
+        let document = client_id.and_then(|id| self.client_documents.document_url(id));
+        let client = match (client_id, &document) {
+            (Some(id), Some(url)) => {
+                let documents = &self.client_documents;
+                let described = documents.client(id, url, client_ip, now).await;
+                let described = described.map_err(AuthorizeRefusal::ToPerson)?;
+                Some((Client::clone(&described), digest(id)))
+            }
+            (Some(id), None) => oauth::client(jwt, id, now).map(|client| (client, digest(id))),
+            (None, _) => None,
+        };
         let hosts = self.own_hosts();
         let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
         let offers = |provider: &str| self.offers(provider);
@@ -38,9 +49,11 @@ impl SignIn {
             offers: &offers,
         };
         let Checked {
-            authorization,
+            mut authorization,
             provider,
         } = check_authorize_request(params, &context)?;
+        // the consent page names where the client describes itself
+        authorization.client_host = document.and_then(|url| url.host_str().map(str::to_owned));
         let to_client = |error, description: std::borrow::Cow<'_, str>| {
             AuthorizeRefusal::ToClient(ClientRefusal::to(&authorization, error, description))
         };

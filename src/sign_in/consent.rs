@@ -116,6 +116,7 @@ mod tests {
         Authorization {
             client_digest: "c".repeat(64),
             client_name: None,
+            client_host: None,
             redirect_uri: redirect_uri.to_owned(),
             code_challenge: "x".repeat(43),
             state: None,

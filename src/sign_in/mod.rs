@@ -13,6 +13,7 @@
 //! - `oauth.rs`: the OAuth server's authorization requests and codes;
 //! - `authorize.rs`: the checks of an authorization request (pure);
 //! - `authorize_request.rs`: an authorization request, checked, to its sign-in;
+//! - `client_metadata.rs`: clients described by client ID metadata documents, fetched and kept;
 //! - `login_checks.rs`: whether an accepted token's login still stands;
 //! - `consent.rs`: the person's consent to an OAuth client, asked and remembered;
 //! - `consent_flow.rs`: an authorization after its sign-in, to a code or a refusal.
@@ -21,6 +22,7 @@ pub mod accounts;
 pub mod app_passkey;
 pub mod authorize;
 pub mod authorize_request;
+pub mod client_metadata;
 pub mod confirm_invite;
 pub mod consent;
 pub mod consent_flow;
@@ -55,6 +57,7 @@ pub struct SignIn {
     pub mailer: Mailer,
     pub oidc: oidc::OidcProviders,
     pub passkeys: passkey::Passkeys,
+    pub client_documents: client_metadata::ClientDocuments,
     /// `http.public_url`, without a trailing slash.
     pub public_url: String,
     /// `http.api_url` (the OAuth issuer), else `public_url`; no trailing slash.

@@ -33,6 +33,9 @@ const UNBOUND: &str = "";
 pub struct Authorization {
     pub client_digest: String,
     pub client_name: Option<String>,
+    /// The host of the `client_id` URL of a client a metadata document describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_host: Option<String>,
     pub redirect_uri: String,
     pub code_challenge: String,
     pub state: Option<String>,

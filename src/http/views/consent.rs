@@ -12,6 +12,8 @@ use crate::sign_in::Lang;
 pub struct ConsentPage<'a> {
     pub lang: Lang,
     pub client_name: Option<&'a str>,
+    /// The host of a metadata-document client's `client_id` URL.
+    pub client_host: Option<&'a str>,
     pub redirect_uri: &'a str,
     pub db: &'a str,
     /// The scopes asked, space-separated.
@@ -37,6 +39,7 @@ struct Texts {
     app: &'static str,
     own_words: &'static str,
     no_name: &'static str,
+    described_at: &'static str,
     sends_to: &'static str,
     database: &'static str,
     access: &'static str,
@@ -55,6 +58,7 @@ fn texts(lang: Lang) -> &'static Texts {
             app: "App",
             own_words: "the app's own words, not checked by this service",
             no_name: "(the app gave no name)",
+            described_at: "Described by",
             sends_to: "Sends you to",
             database: "Database",
             access: "Access",
@@ -78,6 +82,7 @@ fn texts(lang: Lang) -> &'static Texts {
             app: "Rakendus",
             own_words: "rakenduse enda sõnad, see teenus neid ei kontrolli",
             no_name: "(rakendus ei andnud nime)",
+            described_at: "Kirjeldus asub",
             sends_to: "Suunab sind aadressile",
             database: "Andmebaas",
             access: "Juurdepääs",
@@ -130,6 +135,11 @@ pub fn consent_page(page: &ConsentPage<'_>) -> HttpResponse {
         ),
         None => t.no_name.to_owned(),
     };
+    // the host that published the app's description: the one thing about it this service checked
+    let described_at = match page.client_host {
+        Some(host) => format!("<dt>{}</dt><dd><strong>{}</strong></dd>", t.described_at, escape(host)),
+        None => String::new(),
+    };
     let access = if allows_write(page.scope) {
         &t.read_and_write
     } else {
@@ -142,7 +152,7 @@ pub fn consent_page(page: &ConsentPage<'_>) -> HttpResponse {
         .collect();
     let main = format!(
         "<h1>{title}</h1><p>{intro}</p>\
-         <dl><dt>{app}</dt><dd>{client_name}</dd>\
+         <dl><dt>{app}</dt><dd>{client_name}</dd>{described_at}\
          <dt>{sends_to}</dt><dd><strong>{host}</strong></dd>\
          <dt>{database}</dt><dd><strong>{db}</strong></dd>\
          <dt>{access}</dt><dd><strong>{access_name}</strong>: {access_means} \

@@ -59,6 +59,8 @@ pub struct ServerMetadata {
     pub token_endpoint_auth_methods_supported: [&'static str; 1],
     /// Every authorization response carries `iss` (RFC 9207).
     pub authorization_response_iss_parameter_supported: bool,
+    /// A `client_id` may be the https URL of the client's metadata document.
+    pub client_id_metadata_document_supported: bool,
     /// `read` (reads as the person does) and `write` (writes too).
     pub scopes_supported: [&'static str; 2],
 }
