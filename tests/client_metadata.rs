@@ -5,18 +5,16 @@
 //! say and, failing, treats as an unknown client.
 
 mod common;
-#[path = "client_metadata/server.rs"]
-mod server;
 
 use std::time::Duration;
 
+use common::document_server::{Answer, DocumentServer};
 use common::email_login::{app_with_mail, client_at, exchange, invite_bob, session_key};
 use common::oauth::{
     ConsentPage, REDIRECT, VERIFIER, authorize_url, location, param, sign_in_through_authorize, token,
 };
 use common::{Storage, TestApp};
 use serde_json::{Value as Json, json};
-use server::{Answer, DocumentServer};
 
 const DOC: &str = "/oauth/client.json";
 

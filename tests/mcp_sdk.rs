@@ -1,6 +1,7 @@
 //! AI clients as they are shipped, against a real server: the official MCP
 //! TypeScript SDK, given only the MCP URL, discovers the authorization
-//! server, registers, sends the person through the sign-in (the method
+//! server, registers or presents its client ID metadata document (served
+//! over https from the test), sends the person through the sign-in (the method
 //! chooser, the e-mail form, the mailed link, the consent page: the
 //! browser's part, played here) and calls every tool; a strict OAuth client
 //! (oauth4webapi) runs the code flow and checks `iss` as RFC 9207 says.
@@ -15,8 +16,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
 use common::TestApp;
+use common::document_server::{Answer, DocumentServer};
 use common::email_login::{ask_for_link, client_at};
-use common::oauth::{ConsentPage, app_with_bob, location, param, register_client};
+use common::oauth::{ConsentPage, app_with_bob, app_with_bob_and, location, param, register_client};
 use common::smtp::SmtpSink;
 
 const MCP: &str = "/api/demo/mcp";
@@ -125,27 +127,20 @@ async fn bobs_library(app: &TestApp, bob: &str) -> (String, String) {
     (book_type, book)
 }
 
-#[tokio::test]
-async fn the_typescript_sdk_given_only_the_mcp_url_registers_signs_in_and_calls_every_tool() {
-    let (app, sink, bob) = app_with_bob().await;
-    let (book_type, book) = bobs_library(&app, &bob).await;
-    let calls = json!([
+/// Every tool of the SDK run, with Bob's library: the calls, and what
+/// their answers must show.
+fn calls(book_type: &str, book: &str) -> Json {
+    json!([
         ["get_entity_type", {"name": "book"}],
         ["search_entities", {"query": "_type.string=book&q=dune&props=title"}],
         ["get_entity", {"_id": book}],
         ["get_entity_history", {"_id": book}],
         ["create_entity", {"properties": [{"type": "_type", "reference": book_type}, {"type": "title", "string": "Emma"}]}],
         ["add_properties", {"_id": book, "properties": [{"type": "title", "string": "Dune Messiah"}]}],
-    ]);
-    let url = format!("{}{MCP}", app.url);
-    let result = run_client(&app, &sink, script("client.mjs"), &[&url, &calls.to_string()]).await;
+    ])
+}
 
-    assert!(
-        result["client_id"]
-            .as_str()
-            .is_some_and(|id| !id.starts_with("https://")),
-        "a registered client: {result}"
-    );
+async fn assert_every_call_answered(app: &TestApp, result: &Json, book_type: &str, book: &str) {
     assert_eq!(result["server"], "eds");
     assert_eq!(
         result["scope"], "read write",
@@ -165,15 +160,51 @@ async fn the_typescript_sdk_given_only_the_mcp_url_registers_signs_in_and_calls_
     for answer in answers {
         assert_eq!(answer["isError"], false, "{answer}");
     }
-    assert_eq!(answers[0]["answer"]["types"][0]["entity"]["_id"], book_type.as_str());
+    assert_eq!(answers[0]["answer"]["types"][0]["entity"]["_id"], book_type);
     assert_eq!(answers[1]["answer"]["count"], 1, "{}", answers[1]);
-    assert_eq!(answers[2]["answer"]["entity"]["_id"], book.as_str());
+    assert_eq!(answers[2]["answer"]["entity"]["_id"], book);
     let created = &answers[4]["answer"];
     assert!(created["_id"].as_str().is_some(), "{created}");
     assert!(created.to_string().contains("Emma"), "{created}");
     let owner = app.owner_token().await;
     let (_, dune) = app.get(&format!("/api/demo/entity/{book}"), &owner).await;
     assert!(dune.to_string().contains("Dune Messiah"), "{dune}");
+}
+
+#[tokio::test]
+async fn the_typescript_sdk_given_only_the_mcp_url_registers_signs_in_and_calls_every_tool() {
+    let (app, sink, bob) = app_with_bob().await;
+    let (book_type, book) = bobs_library(&app, &bob).await;
+    let url = format!("{}{MCP}", app.url);
+    let calls = calls(&book_type, &book).to_string();
+    let result = run_client(&app, &sink, script("client.mjs"), &[&url, &calls]).await;
+    assert!(
+        result["client_id"]
+            .as_str()
+            .is_some_and(|id| !id.starts_with("https://")),
+        "a registered client: {result}"
+    );
+    assert_every_call_answered(&app, &result, &book_type, &book).await;
+}
+
+#[tokio::test]
+async fn the_typescript_sdk_given_the_mcp_url_and_its_metadata_document_signs_in_and_calls_every_tool() {
+    let documents = DocumentServer::https().await;
+    let client_id = documents.url("/sdk/client.json");
+    let document = json!({"client_id": client_id, "client_name": "MCP SDK test client", "redirect_uris": [REDIRECT]});
+    documents.set("/sdk/client.json", Answer::Document(document.to_string(), None));
+    let trusting = [
+        ("oauth.allow_private_client_metadata", "true".to_owned()),
+        ("oauth.client_metadata_ca_file", documents.ca_file.display().to_string()),
+    ];
+    let (app, sink, bob) = app_with_bob_and(&trusting).await;
+    let (book_type, book) = bobs_library(&app, &bob).await;
+    let url = format!("{}{MCP}", app.url);
+    let calls = calls(&book_type, &book).to_string();
+    let result = run_client(&app, &sink, script("client.mjs"), &[&url, &calls, &client_id]).await;
+    assert_eq!(result["client_id"], client_id.as_str(), "no registration: {result}");
+    assert!(documents.requests("/sdk/client.json") >= 1, "eds read the document");
+    assert_every_call_answered(&app, &result, &book_type, &book).await;
 }
 
 #[tokio::test]

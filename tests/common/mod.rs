@@ -12,6 +12,7 @@ use eds::db::{self, Pool, local_cluster::LocalCluster};
 use serde_json::{Value as Json, json};
 
 pub mod browser;
+pub mod document_server;
 pub mod email_login;
 pub mod oauth;
 pub mod oidc;

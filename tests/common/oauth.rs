@@ -201,7 +201,12 @@ pub async fn token(app: &TestApp, address: &str, form: &[(&str, &str)]) -> (u16,
 
 /// An app whose `bob@example.com` login is Bob, a person of `demo`; answers Bob's id.
 pub async fn app_with_bob() -> (TestApp, SmtpSink, String) {
-    let (app, sink) = app_with_mail(&[]).await;
+    app_with_bob_and(&[]).await
+}
+
+/// As [`app_with_bob`], with further settings.
+pub async fn app_with_bob_and(overrides: &[(&str, String)]) -> (TestApp, SmtpSink, String) {
+    let (app, sink) = app_with_mail(overrides).await;
     let owner = app.owner_token().await;
     let (bob, invite) = invite_bob(&app, &sink, &owner, 0).await;
     let key = session_key(&app, &sink, "bob@example.com", &[], 1).await;
