@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use eds::db::{self, local_cluster::LocalCluster};
 use serde_json::{Value as Json, json};
 
-use common::processes::{call_json, create_demo, entity_type, login, serve_logged};
+use support::processes::{call_json, create_demo, entity_type, login, serve_logged};
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/api/support/mod.rs"]
+mod support;
 
 /// The server's defaults, without rate limits (every client is one address).
 const SERVE_ENV: [(&str, &str); 4] = [

@@ -35,11 +35,11 @@ use diesel::{Connection, PgConnection};
 use diesel_async::RunQueryDsl;
 use eds::db::{self, Pool, local_cluster::LocalCluster};
 
-use common::processes::{call_json, serve_logged};
+use support::processes::{call_json, serve_logged};
 
 mod books;
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/api/support/mod.rs"]
+mod support;
 
 /// Connections of each load through the API.
 const LOAD_CONNECTIONS: usize = 16;
@@ -139,7 +139,7 @@ async fn main() {
     let seconds = env_number("EDS_BENCH_SECONDS", 10) as u32;
     let runs = env_number("EDS_BENCH_RUNS", 3);
     let http = reqwest::Client::new();
-    let work = common::tempdir::Dir::new();
+    let work = support::tempdir::Dir::new();
 
     let cluster = durable_cluster();
     let database_url = fresh_database(&cluster, "eds_peer_api");

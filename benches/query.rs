@@ -26,11 +26,11 @@ use eds::model::value::parse_body;
 use eds::query::ListQuery;
 use eds::write::WriteOp;
 
-use common::processes::{call_json, serve_logged};
+use support::processes::{call_json, serve_logged};
 
 mod books;
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/api/support/mod.rs"]
+mod support;
 
 /// The size whose plans are kept in `docs/bench/`.
 const DEFAULT_ENTITIES: usize = 1_000_000;

@@ -19,11 +19,11 @@ use books::{DB, SERVE_ENV, books_database, books_wanted, load, median, prewarm, 
 use eds::db;
 use serde_json::json;
 
-use common::processes::{call_json, serve_logged};
+use support::processes::{call_json, serve_logged};
 
 mod books;
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/api/support/mod.rs"]
+mod support;
 
 /// Creates run in wrk runs of this length while the re-projection lasts.
 const WRK_SECONDS: u32 = 5;

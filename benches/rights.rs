@@ -3,15 +3,15 @@
 //!
 //! `cargo bench --bench rights` (needs the PostgreSQL server binaries, as `make test`).
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/api/support/mod.rs"]
+mod support;
 
 use std::time::Instant;
 
-use common::TestApp;
 use eds::model::value::{Value, ValueInput};
 use eds::write::{WriteOp, WriteRequest, apply};
 use serde_json::json;
+use support::TestApp;
 
 /// Children under the parent (`EDS_BENCH_CHILDREN` overrides it).
 fn children_count() -> usize {

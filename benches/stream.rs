@@ -10,15 +10,15 @@
 //! entities, 100,000 by default; `EDS_BENCH_SECONDS` the overload's length,
 //! 10 by default).
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/api/support/mod.rs"]
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Storage, TestApp};
 use futures_util::StreamExt;
+use support::{Storage, TestApp};
 
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|n| n.parse().ok()).unwrap_or(default)

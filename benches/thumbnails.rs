@@ -7,17 +7,17 @@
 //! `make test`, and libpdfium from `scripts/fetch-pdfium.sh`; `vipsthumbnail`
 //! from Debian's `libvips-tools` is optional: without it its figures are skipped).
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/api/support/mod.rs"]
+mod support;
 
 use std::io::Cursor;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Storage, TestApp};
 use image::RgbImage;
 use serde_json::{Value as Json, json};
+use support::{Storage, TestApp};
 
 /// Thumbnail side measured.
 const SIZE: u32 = 400;
@@ -64,7 +64,7 @@ fn photo(seed: u64) -> Vec<u8> {
     bytes.into_inner()
 }
 
-/// A multi-page A4 PDF (built as in `tests/files.rs`): coloured bands and a line of text per page.
+/// A multi-page A4 PDF (built as in `tests/api/files.rs`): coloured bands and a line of text per page.
 fn pdf(pages: usize) -> Vec<u8> {
     let mut objects = vec![
         "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
@@ -240,7 +240,7 @@ async fn main() {
         .create(&token, &item, json!([{"type": "name", "string": "bench"}]))
         .await;
 
-    let files = common::tempdir::Dir::new();
+    let files = support::tempdir::Dir::new();
     let jpeg = photo(1);
     let document = pdf(8);
     let jpeg_path = files.0.join("photo.jpg");

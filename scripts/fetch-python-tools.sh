@@ -3,7 +3,7 @@
 # virtualenv under .data/ (Debian's Python refuses system-wide pip installs):
 # openapi-spec-validator (checks the served OpenAPI document), aiosmtpd
 # (the SMTP server that receives the sign-in mails), mcp (the official MCP
-# Python SDK, the client that drives the MCP endpoint in tests/mcp.rs) and
+# Python SDK, the client that drives the MCP endpoint in tests/api/mcp.rs) and
 # schemathesis (property-based calls of every operation of the OpenAPI
 # document, tests/contract.rs).
 # Usage: scripts/fetch-python-tools.sh [VENV_DIR]

@@ -6,13 +6,14 @@
 //! The app is opened as `http://localhost:PORT`: WebAuthn refuses an IP
 //! address as the relying party, and localhost is a secure context.
 
-mod common;
+#[path = "api/support/mod.rs"]
+mod support;
 
-use common::browser::Browser;
-use common::email_login::{invite_bob, session_key};
-use common::smtp::SmtpSink;
-use common::{Storage, TestApp};
 use serde_json::{Value as Json, json};
+use support::browser::Browser;
+use support::email_login::{invite_bob, session_key};
+use support::smtp::SmtpSink;
+use support::{Storage, TestApp};
 
 /// The app (mailing through a fresh SMTP server) and its address as the browser opens it.
 async fn app_at_localhost() -> (TestApp, SmtpSink, String) {

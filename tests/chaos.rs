@@ -21,19 +21,20 @@
 //! is `make chaos` (README, "Reliability"). Figures go to stderr
 //! (`-- --nocapture`).
 
-mod common;
+#[path = "api/support/mod.rs"]
+mod support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::processes::{self, create_demo, login};
 use diesel::sql_types::{Bool, Nullable, Text};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use eds::db::local_cluster::LocalCluster;
 use rand::Rng;
 use serde_json::{Value as Json, json};
+use support::processes::{self, create_demo, login};
 use tokio::process::Child;
 
 const CLIENTS: usize = 16;
@@ -51,12 +52,12 @@ fn load_seconds() -> u64 {
 /// A PostgreSQL cluster of the test's own, stopped and removed when dropped.
 struct OwnCluster {
     cluster: LocalCluster,
-    _dir: common::tempdir::Dir,
+    _dir: support::tempdir::Dir,
 }
 
 impl OwnCluster {
     fn start() -> OwnCluster {
-        let dir = common::tempdir::Dir::new();
+        let dir = support::tempdir::Dir::new();
         let cluster = LocalCluster::new(&dir.0.join("postgres")).unwrap();
         // durable, as in production: the point is what survives
         cluster.ensure_running(false).unwrap();
@@ -440,7 +441,7 @@ fn check_records(records: &[Record], stored: &[Stored]) -> usize {
 async fn run(fault: Fault) {
     let cluster = Arc::new(OwnCluster::start());
     let database_url = cluster.url();
-    let data_dir = common::tempdir::Dir::new();
+    let data_dir = support::tempdir::Dir::new();
     let servers = Arc::new(Servers::start(database_url.clone(), data_dir.0.clone()).await);
     let migrated = processes::eds(&database_url, &data_dir.0)
         .arg("migrate")
@@ -564,11 +565,15 @@ async fn run(fault: Fault) {
             .unwrap();
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     }
-    let rebuilt = common::projections(&database_url, "copy").await;
-    assert_eq!(rebuilt, common::projections(&database_url, "demo").await, "projections");
+    let rebuilt = support::projections(&database_url, "copy").await;
     assert_eq!(
-        common::value_visibility(&database_url, "copy").await,
-        common::value_visibility(&database_url, "demo").await,
+        rebuilt,
+        support::projections(&database_url, "demo").await,
+        "projections"
+    );
+    assert_eq!(
+        support::value_visibility(&database_url, "copy").await,
+        support::value_visibility(&database_url, "demo").await,
         "value visibility"
     );
 

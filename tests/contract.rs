@@ -7,9 +7,10 @@
 //! Bounded here (`EDS_CONTRACT_EXAMPLES` cases per operation, default 15);
 //! `EDS_CONTRACT_EXAMPLES=200 cargo test --test contract -- --nocapture` searches harder.
 
-mod common;
+#[path = "api/support/mod.rs"]
+mod support;
 
-use common::TestApp;
+use support::TestApp;
 
 fn examples() -> String {
     std::env::var("EDS_CONTRACT_EXAMPLES").unwrap_or_else(|_| "15".to_owned())
@@ -23,10 +24,10 @@ async fn every_operation_answers_as_its_openapi_document_says_for_generated_inpu
         // passkeys offered (WebAuthn takes no IP address for an origin)
         ("auth.webauthn.origin", "http://localhost:8080".to_owned()),
     ];
-    let app = TestApp::start_with(common::Storage::Local, &settings).await;
+    let app = TestApp::start_with(support::Storage::Local, &settings).await;
     let token = app.owner_token().await;
     let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/.data/venv/bin/schemathesis");
-    let report = common::tempdir::Dir::new();
+    let report = support::tempdir::Dir::new();
     let output = tokio::process::Command::new(venv)
         .args(["run", &format!("{}/api/openapi.json", app.url), "--url", &app.url])
         .args(["--header", &format!("Authorization: Bearer {token}")])

@@ -5,18 +5,19 @@
 //! at the end, memory and connections after warm-up against the last
 //! sample. Ignored by `cargo test` for its length: `make soak` runs it.
 
-mod common;
+#[path = "api/support/mod.rs"]
+mod support;
 
 use std::io::Cursor;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::processes::{self, create_demo, login};
 use diesel::sql_types::BigInt;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use image::{DynamicImage, ImageFormat, RgbImage};
 use rand::Rng;
 use serde_json::{Value as Json, json};
+use support::processes::{self, create_demo, login};
 
 const CLIENTS: usize = 16;
 /// Until the caches (answers, prepared statements, the pool) have filled.
@@ -170,8 +171,8 @@ fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "runs for half an hour: make soak"]
 async fn a_mixed_load_for_half_an_hour_keeps_memory_connections_and_p99_flat_without_an_error() {
-    let database_url = common::fresh_database();
-    let data_dir = common::tempdir::Dir::new();
+    let database_url = support::fresh_database();
+    let data_dir = support::tempdir::Dir::new();
     let demo = create_demo(&database_url, &data_dir.0, "owner@example.com").await;
     // the local storage's signed URLs name the public URL: serve on a known port
     let port = std::net::TcpListener::bind("127.0.0.1:0")

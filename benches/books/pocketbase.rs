@@ -11,7 +11,7 @@ use serde_json::{Value as Json, json};
 use super::Book;
 use super::cpu::Processes;
 use super::measure::{Measured, timed};
-use crate::common::processes::call_json;
+use crate::support::processes::call_json;
 
 /// Where `scripts/install-bench-tools.sh` installs PocketBase.
 const POCKETBASE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/.data/pocketbase-venv/bin/pocketbase");

@@ -1,4 +1,4 @@
-"""Drives the MCP endpoint with the official MCP Python SDK (tests/mcp.rs).
+"""Drives the MCP endpoint with the official MCP Python SDK (tests/api/mcp.rs).
 
 Usage: sdk_client.py MCP_URL TOKEN CALLS_JSON
 CALLS_JSON is a list of [tool name, arguments]. Connects with the streamable

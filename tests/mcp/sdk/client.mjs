@@ -1,4 +1,4 @@
-// The official MCP TypeScript SDK as an AI client of eds (tests/mcp_sdk.rs).
+// The official MCP TypeScript SDK as an AI client of eds (tests/api/mcp_sdk.rs).
 //
 // Usage: node client.mjs MCP_URL CALLS_JSON [CLIENT_METADATA_URL]
 // Given only the MCP URL, the SDK finds the authorization server, registers

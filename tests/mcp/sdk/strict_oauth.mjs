@@ -1,5 +1,5 @@
 // A strict OAuth 2.1 client (oauth4webapi) through eds's authorization server
-// (tests/mcp_sdk.rs).
+// (tests/api/mcp_sdk.rs).
 //
 // Usage: node strict_oauth.mjs ISSUER CLIENT_ID RESOURCE REDIRECT_URI
 // Discovery (RFC 8414), PKCE S256, the authorization URL written to stdout as

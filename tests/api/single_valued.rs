@@ -1,0 +1,132 @@
+//! Sorts and groups keyed by a property's values take each value as its
+//! entity's key only while no entity holds several values of it: adding a
+//! second value, deleting it, and deleting the entity keep every answer
+//! exact (migration `property_multiplicity`).
+
+use crate::support;
+
+use serde_json::{Value as Json, json};
+use support::TestApp;
+
+async fn ids(app: &TestApp, token: &str, query: &str) -> Vec<String> {
+    let (status, body) = app
+        .get(&format!("/api/demo/entity?_type.string=gadget&{query}"), token)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entity| entity["_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn group_sizes(app: &TestApp, token: &str) -> Vec<(Json, Json)> {
+    let (status, body) = app
+        .get(
+            "/api/demo/entity?_type.string=gadget&group=price.number&props=price",
+            token,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            // the group's key: the smallest price of its first entity
+            let prices = row["price"].as_array().unwrap().iter();
+            let key = prices
+                .map(|value| value["number"].as_f64().unwrap())
+                .fold(f64::INFINITY, f64::min);
+            (json!(key as i64), row["_count"].clone())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_second_value_makes_the_entity_keyed_by_all_its_values_until_it_is_deleted() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let gadget = app.create_type(&token, "gadget").await;
+    let mut gadgets = Vec::new();
+    for price in [5, 6, 7] {
+        gadgets.push(
+            app.create(&token, &gadget, json!([{"type": "price", "number": price}]))
+                .await,
+        );
+    }
+    let range = "price.number.gte=5&price.number.lt=10&sort=-price.number";
+    assert_eq!(
+        ids(&app, &token, range).await,
+        [gadgets[2].clone(), gadgets[1].clone(), gadgets[0].clone()]
+    );
+
+    // gadget 0 also costs 50: sorted by its largest price, outside the range
+    let (status, body) = app
+        .post(
+            &format!("/api/demo/entity/{}", gadgets[0]),
+            &token,
+            json!({"type": "price", "number": 50}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let added = body["properties"][0]["_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        ids(&app, &token, range).await,
+        [gadgets[0].clone(), gadgets[2].clone(), gadgets[1].clone()]
+    );
+    // and grouped by its smallest, 5
+    assert_eq!(
+        group_sizes(&app, &token).await,
+        [(json!(5), json!(1)), (json!(6), json!(1)), (json!(7), json!(1))]
+    );
+
+    // the second value deleted: keyed by 5 again
+    let (status, body) = app.delete(&format!("/api/demo/property/{added}"), &token).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        ids(&app, &token, range).await,
+        [gadgets[2].clone(), gadgets[1].clone(), gadgets[0].clone()]
+    );
+
+    // two values again, then the whole entity deleted: no entity holds two
+    app.post(
+        &format!("/api/demo/entity/{}", gadgets[1]),
+        &token,
+        json!({"type": "price", "number": 1}),
+    )
+    .await;
+    assert_eq!(
+        group_sizes(&app, &token).await,
+        [(json!(1), json!(1)), (json!(5), json!(1)), (json!(7), json!(1))]
+    );
+    let (status, body) = app.delete(&format!("/api/demo/entity/{}", gadgets[1]), &token).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        group_sizes(&app, &token).await,
+        [(json!(5), json!(1)), (json!(7), json!(1))]
+    );
+    assert_eq!(ids(&app, &token, range).await, [gadgets[2].clone(), gadgets[0].clone()]);
+    let several = multiplicity(&app).await;
+    assert_eq!(several, 0, "no entity holds two prices");
+}
+
+/// How many entities of `demo` hold several live prices, as tallied.
+async fn multiplicity(app: &TestApp) -> i64 {
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        several: i64,
+    }
+    let mut conn = app.pool.get().await.unwrap();
+    diesel::sql_query(
+        "SELECT coalesce(sum(several), 0)::bigint AS several FROM property_multiplicity \
+         WHERE db = 'demo' AND prop = 'price'",
+    )
+    .get_result::<Row>(&mut conn)
+    .await
+    .unwrap()
+    .several
+}
