@@ -23,6 +23,7 @@ mod leaks;
 mod mcp;
 mod mcp_conformance;
 mod mcp_sdk;
+mod metadata_rfcs;
 mod new_databases;
 mod oauth;
 mod openapi;
