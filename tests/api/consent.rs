@@ -13,10 +13,10 @@ use diesel::sql_types::Text;
 use diesel_async::RunQueryDsl;
 use serde_json::{Value as Json, json};
 use support::TestApp;
-use support::email_login::{app_with_mail, ask_for_link, client_at};
+use support::email_login::{app_with_mail, client_at};
 use support::oauth::{
-    ConsentPage, REDIRECT, VERIFIER, app_with_bob, authorize_url, location, param, register, register_client,
-    sign_in_through_authorize, token,
+    ConsentPage, REDIRECT, VERIFIER, app_with_bob, authorize_url, consent_page_through_the_chooser, location, param,
+    register, register_client, sign_in_through_authorize, token,
 };
 use support::smtp::SmtpSink;
 
@@ -210,22 +210,7 @@ async fn consent_the_method_chooser_flow_reaches_the_same_page() {
     let client_id = register(&app).await;
     let browser = client_at("127.0.0.1");
     let url = authorize_url(&app, &client_id, &[("provider", None)]);
-    let to_chooser = location(&browser.get(&url).send().await.unwrap());
-    assert!(
-        to_chooser.starts_with(&format!("{}/api/auth/choose?", app.url)),
-        "{to_chooser}"
-    );
-    let chooser = browser.get(&to_chooser).send().await.unwrap().text().await.unwrap();
-    let link = regex::Regex::new(r#"href="e-mail\?([^"]*)""#).unwrap();
-    let query = link.captures(&chooser).unwrap_or_else(|| panic!("{chooser}"))[1].replace("&amp;", "&");
-    let next = param(&format!("?{query}"), "next").expect("the chooser carries next");
-    assert_eq!(
-        ask_for_link(&app, &browser, "bob@example.com", &[("next", &next)]).await,
-        200
-    );
-    let mail_link = sink.wait_for(3).await.last().unwrap().links()[0].clone();
-    let completion = location(&browser.get(&mail_link).send().await.unwrap());
-    let page = ConsentPage::read(browser.get(&completion).send().await.unwrap()).await;
+    let page = consent_page_through_the_chooser(&app, &sink, &browser, &url, "bob@example.com", 2).await;
     let back = location(&page.allow(&browser).await);
     assert!(param(&back, "code").is_some(), "{back}");
 }

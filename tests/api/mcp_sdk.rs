@@ -17,8 +17,8 @@ use tokio::process::Command;
 
 use support::TestApp;
 use support::document_server::{Answer, DocumentServer};
-use support::email_login::{ask_for_link, client_at};
-use support::oauth::{ConsentPage, app_with_bob, app_with_bob_and, location, param, register_client};
+use support::email_login::client_at;
+use support::oauth::{app_with_bob, app_with_bob_and, consent_page_through_the_chooser, location, register_client};
 use support::smtp::SmtpSink;
 
 const MCP: &str = "/api/demo/mcp";
@@ -70,25 +70,10 @@ async fn run_client(app: &TestApp, sink: &SmtpSink, script: PathBuf, args: &[&st
 
 /// The browser's part of an authorization as Bob: the method chooser, the
 /// e-mail form, the mailed link (the mail after `mails`), the consent page
-/// allowed; answers where the browser is sent back.
+/// naming the client, allowed; answers where the browser is sent back.
 async fn sign_in_through_the_chooser(app: &TestApp, sink: &SmtpSink, authorize: &str, mails: usize) -> String {
     let browser = client_at("127.0.0.1");
-    let to_chooser = location(&browser.get(authorize).send().await.unwrap());
-    assert!(
-        to_chooser.starts_with(&format!("{}/api/auth/choose?", app.url)),
-        "{to_chooser}"
-    );
-    let chooser = browser.get(&to_chooser).send().await.unwrap().text().await.unwrap();
-    let link = regex::Regex::new(r#"href="e-mail\?([^"]*)""#).unwrap();
-    let query = link.captures(&chooser).unwrap_or_else(|| panic!("{chooser}"))[1].replace("&amp;", "&");
-    let next = param(&format!("?{query}"), "next").expect("the chooser carries next");
-    assert_eq!(
-        ask_for_link(app, &browser, "bob@example.com", &[("next", &next)]).await,
-        200
-    );
-    let mail_link = sink.wait_for(mails + 1).await.last().unwrap().links()[0].clone();
-    let completion = location(&browser.get(&mail_link).send().await.unwrap());
-    let page = ConsentPage::read(browser.get(&completion).send().await.unwrap()).await;
+    let page = consent_page_through_the_chooser(app, sink, &browser, authorize, "bob@example.com", mails).await;
     assert!(
         page.html.contains("MCP SDK test client") || page.html.contains("Strict client"),
         "{}",

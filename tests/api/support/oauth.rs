@@ -161,6 +161,32 @@ pub async fn sign_in_through_authorize(
     browser.get(&completion).send().await.unwrap()
 }
 
+/// Runs authorize `url` without a provider from `browser`: the method
+/// chooser, its e-mail form as `email`, the mailed link (the mail after the
+/// `mails` already received); answers the consent page it ends on.
+pub async fn consent_page_through_the_chooser(
+    app: &TestApp,
+    sink: &SmtpSink,
+    browser: &reqwest::Client,
+    url: &str,
+    email: &str,
+    mails: usize,
+) -> ConsentPage {
+    let to_chooser = location(&browser.get(url).send().await.unwrap());
+    assert!(
+        to_chooser.starts_with(&format!("{}/api/auth/choose?", app.url)),
+        "{to_chooser}"
+    );
+    let chooser = browser.get(&to_chooser).send().await.unwrap().text().await.unwrap();
+    let link = regex::Regex::new(r#"href="e-mail\?([^"]*)""#).unwrap();
+    let query = link.captures(&chooser).unwrap_or_else(|| panic!("{chooser}"))[1].replace("&amp;", "&");
+    let next = param(&format!("?{query}"), "next").expect("the chooser carries next");
+    assert_eq!(ask_for_link(app, browser, email, &[("next", &next)]).await, 200);
+    let mail_link = sink.wait_for(mails + 1).await.last().unwrap().links()[0].clone();
+    let completion = location(&browser.get(&mail_link).send().await.unwrap());
+    ConsentPage::read(browser.get(&completion).send().await.unwrap()).await
+}
+
 /// Runs authorize → e-mail sign-in as `email` → the consent page, allowed
 /// (if it is shown), from 127.0.0.1; answers where the browser is sent at
 /// the end.
