@@ -119,7 +119,7 @@ fn filter_clause(
     holds_references: bool,
 ) {
     if prop == TYPE_PROPERTY && matches!(field, Field::String | Field::Reference) {
-        type_clause(sql, db, "e.type_id", field, conditions);
+        type_clause(sql, db, "e.type_id", field, conditions, TypeList::Joined);
         return;
     }
     sql.push("e.id IN (");
@@ -212,8 +212,24 @@ pub(super) struct TypeFilter {
 impl TypeFilter {
     /// The type id in `type_id` passes the filter.
     pub(super) fn test(&self, sql: &mut Sql, db: &str, type_id: &str) {
-        type_clause(sql, db, type_id, self.field, &self.conditions);
+        type_clause(sql, db, type_id, self.field, &self.conditions, TypeList::Joined);
     }
+
+    /// As [`TypeFilter::test`], the named types listed once before the rows
+    /// are read, so that a walk of an index in order can stop at its first
+    /// row (a join with the types would read and sort every row first).
+    pub(super) fn test_each_row(&self, sql: &mut Sql, db: &str, type_id: &str) {
+        type_clause(sql, db, type_id, self.field, &self.conditions, TypeList::Listed);
+    }
+}
+
+/// How a filter on type names reads the types it names.
+#[derive(Clone, Copy, PartialEq)]
+enum TypeList {
+    /// `IN (SELECT ...)`: the planner may join them.
+    Joined,
+    /// `= ANY (ARRAY(SELECT ...))`: read once, then tested on each row.
+    Listed,
 }
 
 /// A query's filters as positive conditions on values and on `_type`,
@@ -267,7 +283,7 @@ pub(super) fn positive_filters<'a>(
 /// is then a condition the planner can check on the other filters' few
 /// matches rather than a list of every book. Value rows carry their entity's
 /// type as well, so `type_id` is `e.type_id` or `v.type_id`.
-fn type_clause(sql: &mut Sql, db: &str, type_id: &str, field: Field, conditions: &[Condition]) {
+fn type_clause(sql: &mut Sql, db: &str, type_id: &str, field: Field, conditions: &[Condition], list: TypeList) {
     sql.push(&format!("({type_id} IS NOT NULL"));
     if field == Field::Reference {
         for condition in conditions {
@@ -276,14 +292,18 @@ fn type_clause(sql: &mut Sql, db: &str, type_id: &str, field: Field, conditions:
         }
     } else {
         // type names are schema: no view rule applies to them (rule 15)
-        sql.push(&format!(" AND {type_id} IN (SELECT r.id FROM entities r WHERE r.db = "))
+        let opening = match list {
+            TypeList::Joined => " IN (SELECT",
+            TypeList::Listed => " = ANY (ARRAY(SELECT",
+        };
+        sql.push(&format!(" AND {type_id}{opening} r.id FROM entities r WHERE r.db = "))
             .bind(Bind::Text(db.to_owned()))
             .push(" AND r.deleted_at IS NULL");
         for condition in conditions {
             sql.push(" AND ");
             value_test(sql, "r.name", condition);
         }
-        sql.push(")");
+        sql.push(if list == TypeList::Listed { "))" } else { ")" });
     }
     sql.push(")");
 }

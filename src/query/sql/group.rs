@@ -194,7 +194,10 @@ impl<'a> FromValues<'a> {
         .bind(Bind::Text(self.prop.to_owned()))
         .push(" AND v.deleted_at IS NULL AND v.boolean = c.k AND ");
         visible_value(sql, "v", db, person);
-        self.of_the_types(sql, db, "v");
+        for filter in self.total.types() {
+            sql.push(" AND ");
+            filter.test_each_row(sql, db, "v.type_id");
+        }
         sql.push(" ORDER BY v.entity_id LIMIT 1) AS first, c.count, c.k FROM counted c)");
     }
 
