@@ -129,10 +129,13 @@ impl<'a> FromValues<'a> {
         }
         sql.push(", total AS (");
         self.total.push_into(&mut sql, db, person);
+        // The entities without a value form the last group; its first is
+        // looked for only when there are some (`first IS NOT NULL` would
+        // otherwise read every entity to find none).
         sql.push(
             "), unkeyed AS (SELECT ((SELECT count FROM total) - (SELECT coalesce(sum(count), 0) FROM groups))::bigint AS count) \
              SELECT first, count FROM (SELECT first, count, k FROM groups UNION ALL \
-             SELECT (SELECT e.id FROM entities e WHERE ",
+             SELECT CASE WHEN unkeyed.count > 0 THEN (SELECT e.id FROM entities e WHERE ",
         );
         where_clause(&mut sql, db, person, query, &HashSet::new());
         sql.push(
@@ -142,7 +145,7 @@ impl<'a> FromValues<'a> {
         .push(&format!(" AND v.deleted_at IS NULL AND {value} IS NOT NULL AND "));
         shown(&mut sql, person, self.prop);
         sql.push(
-            ") ORDER BY e.id LIMIT 1), unkeyed.count, NULL FROM unkeyed WHERE unkeyed.count > 0) g \
+            ") ORDER BY e.id LIMIT 1) END, unkeyed.count, NULL FROM unkeyed WHERE unkeyed.count > 0) g \
              WHERE first IS NOT NULL ORDER BY k",
         );
         sql
