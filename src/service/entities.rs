@@ -52,6 +52,8 @@ pub async fn add_values(
     values: Vec<ValueInput>,
     retry: Option<IdempotencyKey>,
 ) -> Result<Written, ApiError> {
+    // a read-only token is refused before an invitation mail is charged
+    caller.require_write()?;
     validate::check_size(&values, service.max_values_per_write)?;
     refuse_oauth_credentials(caller, &values)?;
     let charged = invitations::charge(service, caller, db, &entity_id, &values, retry.as_ref()).await?;
