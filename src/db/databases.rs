@@ -189,6 +189,7 @@ pub async fn delete(pool: &Pool, name: &str) -> Result<Option<i64>, ApiError> {
                 .await?
                 .count;
             for table in [
+                "change_log",
                 "formula_queue",
                 "type_reprojections",
                 "idempotent_writes",

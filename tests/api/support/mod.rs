@@ -403,6 +403,18 @@ pub async fn value_visibility(database_url: &str, db: &str) -> Vec<String> {
     .await
 }
 
+/// Database `db`'s change log in id order, one text per row: its entity,
+/// author, action and the properties it names.
+pub async fn change_log(database_url: &str, db: &str) -> Vec<String> {
+    text_rows(
+        database_url,
+        db,
+        "SELECT concat_ws(' ', entity_id, coalesce(actor, '-'), action, array_to_string(properties, ',')) AS line \
+         FROM change_log WHERE db = $1 ORDER BY id",
+    )
+    .await
+}
+
 /// The `line` column of `sql`, run with database name `db` as `$1`.
 async fn text_rows(database_url: &str, db: &str, sql: &str) -> Vec<String> {
     use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};

@@ -1,0 +1,12 @@
+DROP TRIGGER value_deleted ON property_values;
+DROP TRIGGER values_written ON property_values;
+DROP TRIGGER entity_deletion_changed ON entities;
+DROP TRIGGER entities_created ON entities;
+DROP FUNCTION value_deleted();
+DROP FUNCTION values_written();
+DROP FUNCTION entity_deletion_changed();
+DROP FUNCTION entities_created();
+DROP FUNCTION record_changes(entity_change[]);
+DROP TYPE entity_change;
+DROP TABLE change_log;
+DROP SEQUENCE change_log_ids;
