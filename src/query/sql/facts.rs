@@ -84,16 +84,18 @@ impl PropertyFacts {
             return Ok(PropertyFacts::default());
         }
         let (names, filtered): (Vec<String>, Vec<bool>) = props.into_iter().unzip();
+        // values read through subqueries: one plan for any properties (see
+        // `Sql::planned_for_any_values`)
         let facts: Vec<Fact> = Prepared::kept(
             diesel::sql_query(
                 "SELECT p.prop, CASE WHEN p.filtered THEN EXISTS (SELECT 1 FROM property_values x \
-                 WHERE x.db = $1 AND x.prop = p.prop AND x.deleted_at IS NULL AND x.reference IS NOT NULL) \
+                 WHERE x.db = (SELECT $1) AND x.prop = p.prop AND x.deleted_at IS NULL AND x.reference IS NOT NULL) \
                  ELSE false END AS references, \
-                 NOT EXISTS (SELECT 1 FROM property_multiplicity m WHERE m.db = $1 AND m.prop = p.prop \
+                 NOT EXISTS (SELECT 1 FROM property_multiplicity m WHERE m.db = (SELECT $1) AND m.prop = p.prop \
                  AND m.several > 0) AS single, \
-                 EXISTS (SELECT 1 FROM entities d WHERE d.db = $1 AND d.name = p.prop \
+                 EXISTS (SELECT 1 FROM entities d WHERE d.db = (SELECT $1) AND d.name = p.prop \
                  AND d.deleted_at IS NULL AND d.doc ? 'formula') AS computed \
-                 FROM unnest($2::text[], $3::boolean[]) AS p(prop, filtered)",
+                 FROM unnest((SELECT $2::text[]), (SELECT $3::boolean[])) AS p(prop, filtered)",
             )
             .bind::<Text, _>(db)
             .bind::<Array<Text>, _>(names)

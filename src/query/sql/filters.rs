@@ -175,7 +175,9 @@ impl ValueFilter<'_> {
             visible_value(sql, "v", db, person);
             for filter in types {
                 sql.push(" AND ");
-                filter.test(sql, db, "v.type_id");
+                // listed first, not joined: a walk of the value index in
+                // order keeps its order and stops at the page's end
+                filter.test_each_row(sql, db, "v.type_id");
             }
         };
         let tests = |sql: &mut Sql, column: &str| {

@@ -7,6 +7,7 @@
 
 use super::facts::PropertyFacts;
 use super::filters::{TypeFilter, ValueFilter, positive_filters};
+use super::sort::page_window;
 use super::statement::Sql;
 use crate::query::{Condition, Field, ListQuery, Operator, REFERENCES, SortTarget};
 
@@ -94,6 +95,28 @@ impl<'a> FromValues<'a> {
         if !self.single_valued {
             sql.push(" GROUP BY x.entity_id");
         }
+    }
+
+    /// Whether a page sorted by `query` can be read by walking the driving
+    /// filter's index in order, stopping at the page's end: the only sort
+    /// key is the driver's own property, which no entity holds twice.
+    pub(super) fn walks_in_order(&self, query: &ListQuery) -> bool {
+        self.single_valued && self.keys.len() == 1 && query.sort.len() == 1
+    }
+
+    /// The page's matches in sort order, as [`FromValues::matches`] rows,
+    /// for a query that [`FromValues::walks_in_order`].
+    pub(super) fn page_in_order(&self, sql: &mut Sql, db: &str, person: Option<&str>, query: &ListQuery) {
+        self.matches(sql, db, person);
+        // Driving values are never NULL, so the index's own NULLS order
+        // (first when walked backwards) is as good as the sort's.
+        let descending = query.sort.first().is_some_and(|key| key.descending);
+        sql.push(if descending {
+            " ORDER BY x.k DESC NULLS FIRST, x.entity_id ASC"
+        } else {
+            " ORDER BY x.k ASC NULLS LAST, x.entity_id ASC"
+        });
+        page_window(sql, query);
     }
 }
 

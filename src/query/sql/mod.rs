@@ -150,7 +150,11 @@ fn page_counts_matches(query: &ListQuery) -> bool {
 fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, facts: &PropertyFacts) -> (Sql, Sql) {
     let referencing = &facts.referencing;
     let plan = FromValues::plan(query, facts);
-    let mut page = Sql::default();
+    let statement = || match plan {
+        Some(_) => Sql::planned_for_any_values(),
+        None => Sql::default(),
+    };
+    let mut page = statement();
     page.push("SELECT ").push(ENTITY_COLUMNS);
     if page_counts_matches(query) {
         // Sort keys and the count come from narrow rows (id and keys), and
@@ -185,7 +189,7 @@ fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, facts: &Pr
     let count = match (WholeCount::plan(query), &plan) {
         (Some(whole), _) => whole.statement(db, person),
         (None, Some(plan)) => {
-            let mut count = Sql::default();
+            let mut count = statement();
             count.push("SELECT count(*) AS count FROM (");
             plan.matches(&mut count, db, person);
             count.push(") m");

@@ -18,6 +18,15 @@ pub(super) fn ordered_matches(
     referencing: &HashSet<String>,
     plan: Option<&FromValues<'_>>,
 ) {
+    if let Some(plan) = plan.filter(|plan| plan.walks_in_order(query)) {
+        // the page stops at its end; the count scans the matches on its own
+        sql.push("SELECT m.*, (SELECT count(*) FROM (");
+        plan.matches(sql, db, person);
+        sql.push(") c) AS matches FROM (");
+        plan.page_in_order(sql, db, person, query);
+        sql.push(") m");
+        return;
+    }
     sql.push("SELECT m.*, count(*) OVER () AS matches FROM (");
     if let Some(plan) = plan {
         plan.matches(sql, db, person);
