@@ -570,12 +570,16 @@ async fn restore_keeps_an_owner() {
 #[tokio::test]
 async fn restore_file_value_points_at_original_object() {
     let (app, owner, _, book) = book().await;
-    let bytes = b"the first chapter".to_vec();
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    image::RgbImage::from_pixel(8, 8, image::Rgb([200, 30, 30]))
+        .write_to(&mut bytes, image::ImageFormat::Png)
+        .unwrap();
+    let bytes = bytes.into_inner();
     let (_, added) = app
         .post(
             &format!("/api/demo/entity/{book}"),
             &owner,
-            json!({"type": "photo", "filename": "a.txt", "filesize": bytes.len(), "filetype": "text/plain"}),
+            json!({"type": "photo", "filename": "cover.png", "filesize": bytes.len(), "filetype": "image/png"}),
         )
         .await;
     let value = &added["properties"][0];
@@ -601,7 +605,7 @@ async fn restore_file_value_points_at_original_object() {
     let restored = &body["properties"][0];
     assert_eq!(
         (&restored["type"], &restored["filename"]),
-        (&json!("photo"), &json!("a.txt"))
+        (&json!("photo"), &json!("cover.png"))
     );
     assert!(
         restored.get("upload").is_none(),
@@ -617,6 +621,21 @@ async fn restore_file_value_points_at_original_object() {
     let download = app.http.get(shown["url"].as_str().unwrap()).send().await.unwrap();
     assert_eq!(download.status(), 200);
     assert_eq!(download.bytes().await.unwrap().to_vec(), bytes);
+    // the thumbnails of the entity's photo and of the value read the same object
+    let restored_id = restored["_id"].as_str().unwrap();
+    for path in [
+        format!("/api/demo/entity/{book}/thumbnail/50"),
+        format!("/api/demo/property/{restored_id}/thumbnail/50"),
+    ] {
+        let (status, signed) = app.get(&path, &owner).await;
+        assert_eq!(status, 200, "{path}: {signed}");
+        let thumbnail = app.http.get(signed["url"].as_str().unwrap()).send().await.unwrap();
+        assert_eq!(thumbnail.status(), 200, "{path}");
+        assert!(
+            image::load_from_memory(&thumbnail.bytes().await.unwrap()).is_ok(),
+            "{path}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -754,4 +773,51 @@ async fn restore_entity_mcp_tool_answers_as_rest() {
         tool["inputSchema"]["properties"].get("idempotency_key").is_some(),
         "{tool}"
     );
+}
+
+#[tokio::test]
+async fn restore_type_no_longer_an_entity_type_is_400() {
+    let (app, owner, book_type, book) = book().await;
+    let film_type = app.create_type(&owner, "film").await;
+    let type_value = value_id(&read(&app, &owner, &book).await, "_type");
+    let at = moment().await;
+    let path = format!("/api/demo/entity/{book}");
+    app.post(
+        &path,
+        &owner,
+        json!({"type": "_type", "reference": film_type, "_id": type_value}),
+    )
+    .await;
+    let (status, _) = app.delete(&format!("/api/demo/entity/{book_type}"), &owner).await;
+    assert_eq!(status, 200);
+    let before = rows(&app, &book).await;
+    let (status, body) = restore_at(&app, &owner, &book, at).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_type")), "{body}");
+    assert_eq!(rows(&app, &book).await, before, "nothing written");
+}
+
+#[tokio::test]
+async fn restore_of_a_deleted_entity_at_after_its_deletion_restores_it_as_deleted() {
+    let (app, owner, _, book) = book().await;
+    app.delete(&format!("/api/demo/entity/{book}"), &owner).await;
+    let (status, body) = restore_at(&app, &owner, &book, moment().await).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(strings(&read(&app, &owner, &book).await, "title"), ["Emma"]);
+}
+
+#[tokio::test]
+async fn restore_needs_editor() {
+    let (app, owner, _, book) = book().await;
+    let (viewer, key) = app.add_person(&owner, "Viewer").await;
+    let viewer_token = app.token_for(&key).await;
+    let path = format!("/api/demo/entity/{book}");
+    app.post(&path, &owner, json!({"type": "_viewer", "reference": viewer}))
+        .await;
+    let at = moment().await;
+    app.post(&path, &owner, json!({"type": "note", "string": "later"}))
+        .await;
+    let before = rows(&app, &book).await;
+    let (status, body) = restore_at(&app, &viewer_token, &book, at).await;
+    assert_eq!((status, body["error"].as_str()), (403, Some("forbidden")), "{body}");
+    assert_eq!(rows(&app, &book).await, before);
 }
