@@ -110,6 +110,8 @@ error_codes! {
     }
     CONFLICT {
         DatabaseExists = "database_exists",
+        /// A restore bringing back a counter number another live value holds.
+        CounterTaken = "counter_taken",
     }
     UNPROCESSABLE_ENTITY {
         /// An `Idempotency-Key` the caller already used on another request.

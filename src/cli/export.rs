@@ -42,6 +42,7 @@ fn value_line(row: ValueRecord) -> Result<ValueLine, Failure> {
         secret: row.secret,
         secret_lookup: row.secret_lookup,
         login_provider: row.login_provider,
+        object_id: row.object_id,
         created: Stamp {
             at: row.created_at,
             by: row.created_by,

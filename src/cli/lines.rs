@@ -79,6 +79,9 @@ pub struct ValueLine {
     pub secret_lookup: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub login_provider: Option<String>,
+    /// A restored file value: the value whose stored object holds its content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_id: Option<String>,
     pub created: Stamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deleted: Option<Stamp>,

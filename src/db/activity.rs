@@ -129,6 +129,8 @@ pub async fn newest_events(
                 deleted_at: row.deleted_at,
                 deleted_by: row.deleted_by,
                 login_provider: row.login_provider,
+                // activity shows values, never their stored objects
+                object_id: None,
             },
         })
         .collect())

@@ -8,6 +8,7 @@ pub mod export;
 pub mod formula_queue;
 pub mod formulas;
 pub mod generation;
+pub mod history;
 pub mod idempotency;
 pub mod local_cluster;
 pub mod prepared;

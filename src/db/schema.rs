@@ -64,6 +64,7 @@ diesel::table! {
         type_id -> Nullable<Text>,
         audience -> Nullable<Int8>,
         level -> Nullable<Int2>,
+        object_id -> Nullable<Text>,
     }
 }
 

@@ -61,6 +61,8 @@ pub struct ValueRecord {
     pub deleted_at: Option<DateTime<Utc>>,
     pub deleted_by: Option<String>,
     pub login_provider: Option<String>,
+    /// A restored file value: the value whose stored object holds its content.
+    pub object_id: Option<String>,
 }
 
 /// Inserts value rows in one statement over column arrays (`unnest`): its
@@ -74,12 +76,12 @@ pub async fn insert_values(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -
     let query = diesel::sql_query(
         "INSERT INTO property_values (db, id, entity_id, prop, string, number, boolean, date, datetime, \
          reference, filename, filesize, filetype, language, secret, secret_lookup, created_at, created_by, \
-         deleted_at, deleted_by, login_provider, type_id, audience, level) \
+         deleted_at, deleted_by, login_provider, object_id, type_id, audience, level) \
          SELECT u.*, e.type_id, e.audience, value_level(u.prop, e.public_props, e.domain_props) \
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], \
          $6::double precision[], $7::boolean[], $8::date[], $9::timestamptz[], $10::text[], $11::text[], \
          $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[], $17::timestamptz[], $18::text[], \
-         $19::timestamptz[], $20::text[], $21::text[]) AS u(db, id, entity_id, prop) \
+         $19::timestamptz[], $20::text[], $21::text[], $22::text[]) AS u(db, id, entity_id, prop) \
          LEFT JOIN entities e ON e.db = u.db AND e.id = u.entity_id",
     )
     .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.db.clone())))
@@ -102,7 +104,8 @@ pub async fn insert_values(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -
     .bind::<Array<Nullable<Text>>, _>(text(|v| v.created_by.clone()))
     .bind::<Array<Nullable<Timestamptz>>, _>(stamps(|v| v.deleted_at))
     .bind::<Array<Nullable<Text>>, _>(text(|v| v.deleted_by.clone()))
-    .bind::<Array<Nullable<Text>>, _>(text(|v| v.login_provider.clone()));
+    .bind::<Array<Nullable<Text>>, _>(text(|v| v.login_provider.clone()))
+    .bind::<Array<Nullable<Text>>, _>(text(|v| v.object_id.clone()));
     Prepared::kept(query).execute(conn).await
 }
 
@@ -128,6 +131,7 @@ type ValueColumns = (
     property_values::deleted_at,
     property_values::deleted_by,
     property_values::login_provider,
+    property_values::object_id,
 );
 
 /// The Rust types of [`ValueColumns`].
@@ -148,6 +152,7 @@ type ValueFields = (
     DateTime<Utc>,
     Option<String>,
     Option<DateTime<Utc>>,
+    Option<String>,
     Option<String>,
     Option<String>,
 );
@@ -177,6 +182,7 @@ impl Selectable<Pg> for ValueRow {
             property_values::deleted_at,
             property_values::deleted_by,
             property_values::login_provider,
+            property_values::object_id,
         )
     }
 }
@@ -207,6 +213,7 @@ where
             deleted_at,
             deleted_by,
             login_provider,
+            object_id,
         ): ValueFields,
     ) -> deserialize::Result<ValueRow> {
         Ok(ValueRow {
@@ -228,6 +235,7 @@ where
             deleted_at,
             deleted_by,
             login_provider,
+            object_id,
         })
     }
 }
@@ -253,6 +261,7 @@ impl From<&ValueRecord> for ValueRow {
             deleted_at: record.deleted_at,
             deleted_by: record.deleted_by.clone(),
             login_provider: record.login_provider.clone(),
+            object_id: record.object_id.clone(),
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod oauth_client;
 pub mod openapi;
 pub mod passkey;
 pub mod property;
+pub mod restore;
 pub mod retry;
 pub mod routes;
 pub mod sign_in;

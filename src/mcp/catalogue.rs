@@ -200,6 +200,17 @@ pub fn catalogue() -> Json {
             output: answer(json!({"deleted": {"type": "boolean"}})),
             effect: Effect::Deletes,
         },
+        Tool {
+            name: "restore_entity",
+            title: "Restore an entity from its history",
+            description: "Makes an entity's values those live at `at` (RFC 3339): values live then are written again with new `_id`s, values added since are deleted, the history keeps both. Without `at`, undeletes a deleted entity as it was just before its deletion. API keys, logins, a webhook's `secret`, `billing_*` and `_created` are never touched. Editors and up; owners for a deleted entity or a change of rights, `_parent`, `_sharing` or `_inheritrights`. Answers `{\"_id\":ID,\"properties\":[...]}` with the values written again.",
+            input: json!({"type": "object", "properties": {
+                "_id": entity_id,
+                "at": {"type": "string", "format": "date-time", "description": "The moment to restore, e.g. `2026-11-20T09:30:00Z`; omit to undelete a deleted entity"},
+            }, "required": ["_id"]}),
+            output: written(),
+            effect: Effect::Overwrites,
+        },
     ];
     json!({"tools": tools.into_iter().map(Tool::listed).collect::<Vec<_>>()})
 }

@@ -37,6 +37,12 @@ pub enum ToolCall {
     },
     /// `DELETE /api/{db}/property/{id}`.
     DeleteProperty { id: String, retry: Option<IdempotencyKey> },
+    /// `POST /api/{db}/entity/{id}/restore` with `at`.
+    RestoreEntity {
+        id: String,
+        at: Option<String>,
+        retry: Option<IdempotencyKey>,
+    },
 }
 
 /// Why a call cannot be made.
@@ -87,6 +93,11 @@ impl ToolCall {
             },
             "delete_property" => ToolCall::DeleteProperty {
                 id: args.id()?,
+                retry: args.retry(name)?,
+            },
+            "restore_entity" => ToolCall::RestoreEntity {
+                id: args.id()?,
+                at: args.text("at")?,
                 retry: args.retry(name)?,
             },
             _ => return Err(CallError::UnknownTool(name.to_owned())),
@@ -191,7 +202,7 @@ mod tests {
             .iter()
             .map(|tool| tool["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names.len(), 8);
+        assert_eq!(names.len(), 9);
         let args = json!({"_id": "6571f3a4c2b9e8d7f6a5b4c3", "query": "q=x", "properties": [{"type": "a"}]});
         for name in names {
             assert!(ToolCall::parse(name, &args).is_ok(), "{name}");
@@ -281,7 +292,7 @@ mod tests {
             let destructive = hints["destructiveHint"].as_bool().unwrap();
             assert_eq!(
                 destructive,
-                matches!(name, "add_properties" | "delete_property"),
+                matches!(name, "add_properties" | "delete_property" | "restore_entity"),
                 "{name}"
             );
             let idempotent = hints["idempotentHint"].as_bool().unwrap();

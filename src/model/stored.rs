@@ -31,9 +31,18 @@ pub struct ValueRow {
     pub deleted_by: Option<String>,
     /// A `service_user` value's provider; `None` on a pending invitation.
     pub login_provider: Option<String>,
+    /// A file value a restore wrote again: the value whose stored object
+    /// holds its content (`None`: its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_id: Option<String>,
 }
 
 impl ValueRow {
+    /// The value id a file value's stored object is named by.
+    pub fn object_value_id(&self) -> &str {
+        self.object_id.as_deref().unwrap_or(&self.id)
+    }
+
     /// The value as it appears inside an entity: `_id` and its fields.
     pub fn stored_json(&self) -> Map<String, Json> {
         let mut value = Map::new();
@@ -112,6 +121,7 @@ pub(crate) mod tests {
             deleted_at: None,
             deleted_by: None,
             login_provider: None,
+            object_id: None,
         }
     }
 

@@ -15,6 +15,7 @@ pub mod health;
 pub mod invitations;
 pub mod list;
 pub mod rate_limits;
+pub mod restore;
 pub mod state;
 pub mod thumbnails;
 pub mod types;

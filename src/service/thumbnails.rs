@@ -3,6 +3,7 @@
 
 use serde_json::Value as Json;
 
+use crate::db::values;
 use crate::error::ApiError;
 use crate::service::{Caller, Service};
 use crate::storage::thumbnail::{self, ThumbnailError};
@@ -14,10 +15,8 @@ use crate::view::access;
 pub async fn of_entity(service: &Service, caller: &Caller, db: &str, id: &str, size: &str) -> Result<String, ApiError> {
     service.require_database(db).await?;
     let size = thumbnail::parse_size(size)?;
-    let entity = {
-        let mut conn = service.pool.get().await?;
-        access::entity_doc(&mut conn, db, id, caller.person_in(db)).await?
-    };
+    let mut conn = service.pool.get().await?;
+    let entity = access::entity_doc(&mut conn, db, id, caller.person_in(db)).await?;
     let photo = entity
         .get("photo")
         .and_then(Json::as_array)
@@ -31,7 +30,13 @@ pub async fn of_entity(service: &Service, caller: &Caller, db: &str, id: &str, s
         return Err(ThumbnailError::Unsupported.into());
     }
     let value_id = photo.get("_id").and_then(Json::as_str).unwrap_or_default();
-    service.files.thumbnail_url(db, id, value_id, size).await
+    // a restored photo keeps its content in the object of the value it restores
+    let object = values::find_value(&mut conn, db, value_id)
+        .await?
+        .and_then(|value| value.object_id)
+        .unwrap_or_else(|| value_id.to_owned());
+    drop(conn);
+    service.files.thumbnail_url(db, id, &object, size).await
 }
 
 /// Where the `size` thumbnail of file value `id` is: 404 when the caller
@@ -46,5 +51,8 @@ pub async fn of_value(service: &Service, caller: &Caller, db: &str, id: &str, si
     if value.filename.is_none() {
         return Err(ThumbnailError::Unsupported.into());
     }
-    service.files.thumbnail_url(db, &value.entity_id, &value.id, size).await
+    service
+        .files
+        .thumbnail_url(db, &value.entity_id, value.object_value_id(), size)
+        .await
 }

@@ -61,7 +61,7 @@ impl FileService {
         ) else {
             return Ok(None);
         };
-        let key = ObjectKey::file(db, &value.entity_id, &value.id).ok_or_else(|| invalid_key(db))?;
+        let key = ObjectKey::file(db, &value.entity_id, value.object_value_id()).ok_or_else(|| invalid_key(db))?;
         let upload = Upload {
             content_type: filetype.clone(),
             content_length: filesize,
@@ -73,7 +73,7 @@ impl FileService {
 
     /// Whether the content of file value `value` is stored.
     pub async fn is_stored(&self, db: &str, value: &ValueRow) -> Result<bool, ApiError> {
-        let key = ObjectKey::file(db, &value.entity_id, &value.id).ok_or_else(|| invalid_key(db))?;
+        let key = ObjectKey::file(db, &value.entity_id, value.object_value_id()).ok_or_else(|| invalid_key(db))?;
         Ok(self.store.exists(&key).await?)
     }
 
@@ -82,7 +82,7 @@ impl FileService {
         let Some(filename) = &value.filename else {
             return Ok(None);
         };
-        let key = ObjectKey::file(db, &value.entity_id, &value.id).ok_or_else(|| invalid_key(db))?;
+        let key = ObjectKey::file(db, &value.entity_id, value.object_value_id()).ok_or_else(|| invalid_key(db))?;
         let download = Download {
             content_type: value.filetype.clone(),
             content_disposition: Some(download_disposition(filename, value.filetype.as_deref())),

@@ -8,7 +8,7 @@ use tracing::{Instrument, Span};
 
 use super::cache::{TransactionCache, WriterCache};
 use super::{
-    WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete, duplicate, idempotency, login,
+    WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete, duplicate, idempotency, login, restore,
 };
 use crate::auth::api_key::GeneratedKey;
 use crate::db::generation;
@@ -193,6 +193,11 @@ async fn apply_op(
         WriteOp::DeleteEntity { entity_id } => {
             *cache = TransactionCache::default();
             delete::delete_entity(conn, &mut cache.types, db, actor, now, &entity_id).await
+        }
+        WriteOp::Restore { entity_id, at } => {
+            // rare, and may change anything of the entity: forget all
+            *cache = TransactionCache::default();
+            restore::restore(conn, cache, db, actor, now, &entity_id, at).await
         }
         WriteOp::DuplicateEntity(duplication) => {
             duplicate::duplicate_entity(conn, cache, db, actor, now, &duplication).await

@@ -26,6 +26,7 @@ mod idempotency;
 pub mod keys;
 pub mod login;
 mod replaced;
+mod restore;
 pub mod validate;
 
 use std::collections::HashMap;
@@ -72,6 +73,12 @@ pub enum WriteOp {
     },
     /// Copies of an entity, created as `CreateEntity` creates one.
     DuplicateEntity(Duplication),
+    /// An entity's values as they were at `at` (`None`: the moment before
+    /// its deletion); a deleted entity is undeleted.
+    Restore {
+        entity_id: String,
+        at: Option<chrono::DateTime<chrono::Utc>>,
+    },
     /// Re-computes an entity's formulas and those of entities depending on it.
     Aggregate {
         entity_id: String,

@@ -36,6 +36,7 @@ mod providers;
 mod query;
 mod readme;
 mod referrers;
+mod restore;
 mod retries;
 mod rights;
 mod scopes;

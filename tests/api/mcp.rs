@@ -169,7 +169,8 @@ async fn initialize_lists_the_tools_and_the_schema_resource() {
             "get_entity_history",
             "create_entity",
             "add_properties",
-            "delete_property"
+            "delete_property",
+            "restore_entity"
         ]
     );
     for tool in tools {
@@ -578,7 +579,7 @@ async fn the_official_python_sdk_lists_and_calls_every_tool() {
     assert_eq!(summary["server"], "eds");
     assert_eq!(summary["protocolVersion"], "2025-11-25");
     assert_eq!(summary["instructions"], true);
-    assert_eq!(summary["tools"].as_array().unwrap().len(), 8, "{summary}");
+    assert_eq!(summary["tools"].as_array().unwrap().len(), 9, "{summary}");
     assert_eq!(summary["resources"], json!(["eds://demo/schema"]));
     assert_eq!(summary["templates"], json!(["eds://demo/entity/{id}"]));
     assert!(summary["schema"]["count"].as_u64().unwrap() >= 5, "{summary}");
@@ -693,6 +694,7 @@ async fn every_tool_lists_a_title_behaviour_hints_an_output_schema_and_a_2020_12
             ("create_entity", false, false, false),
             ("add_properties", false, true, false),
             ("delete_property", false, true, true),
+            ("restore_entity", false, true, false),
         ]
     );
 }

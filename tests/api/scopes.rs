@@ -173,6 +173,11 @@ async fn a_read_scoped_token_is_refused_on_every_writing_rest_route_and_nothing_
         ),
         ("DELETE", format!("/api/demo/entity/{book}"), None),
         ("DELETE", format!("/api/demo/property/{value}"), None),
+        (
+            "POST",
+            format!("/api/demo/entity/{book}/restore"),
+            Some(json!({"at": "2026-01-01T00:00:00Z"})),
+        ),
         ("GET", format!("/api/demo/entity/{book}/aggregate"), None),
         (
             "POST",
@@ -226,6 +231,7 @@ async fn a_read_scoped_token_is_refused_before_the_existence_check() {
         ("DELETE", format!("/api/demo/property/{NO_ENTITY}"), None),
         ("GET", format!("/api/demo/entity/{NO_ENTITY}/aggregate"), None),
         ("POST", format!("/api/demo/entity/{NO_ENTITY}/duplicate"), None),
+        ("POST", format!("/api/demo/entity/{NO_ENTITY}/restore"), None),
         ("POST", "/api/nodb/entity".into(), Some(name.clone())),
     ];
     for (method, path, body) in &missing {
@@ -276,6 +282,7 @@ async fn a_read_scoped_token_is_refused_on_each_mcp_write_tool() {
         ("add_properties", json!({"_id": NO_ENTITY, "properties": name})),
         ("delete_property", json!({"_id": value})),
         ("delete_property", json!({"_id": NO_ENTITY})),
+        ("restore_entity", json!({"_id": book, "at": "2026-01-01T00:00:00Z"})),
     ];
     let message = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let (_, listed) = app

@@ -55,6 +55,7 @@ fn value_row(db: &str, entity_id: &str, line: ValueLine) -> ValueRecord {
         deleted_at,
         deleted_by,
         login_provider: line.login_provider,
+        object_id: line.object_id,
     }
 }
 

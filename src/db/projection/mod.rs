@@ -24,7 +24,7 @@ pub use self::pending::PendingCreates;
 pub use self::rebuild::rebuild;
 pub use self::types::{TypeCache, TypeInfo};
 use crate::db::formulas;
-use crate::db::values::EntityRow;
+use crate::db::values::{self, EntityRow};
 use crate::model::projection::references_in;
 use crate::model::{ENTITY_TYPE, PROPERTY_TYPE};
 
@@ -97,6 +97,40 @@ pub async fn project_deleted(
         types_narrowed: true,
     };
     follow(conn, types, db, &previous.id, changes, 0).await
+}
+
+/// Re-projects entity `id`, just undeleted, and brings back what depended
+/// on it as [`project_deleted`] took it away: inheriting children its
+/// rights, referrers its name, a type's entities the definition or the
+/// type, and formulas reading it their values.
+pub async fn project_undeleted(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    id: &str,
+) -> QueryResult<usize> {
+    types.clear();
+    let mut changes = project_one(conn, types, db, id, None).await?;
+    let Some(entity) = values::live_entity(conn, db, id, false).await? else {
+        return Ok(0);
+    };
+    let kind = match &entity.type_id {
+        Some(type_id) => types.get(conn, db, type_id).await?.name.clone(),
+        None => None,
+    };
+    match kind.as_deref() {
+        Some(PROPERTY_TYPE) => changes.types_to_reproject.extend(entity.parent_ids.clone()),
+        Some(ENTITY_TYPE) => changes.types_to_reproject.push(entity.id.clone()),
+        _ => {}
+    }
+    let mut near = entity.parent_ids.clone();
+    near.extend(references_in(&entity.doc));
+    changes
+        .dependents
+        .extend(formulas::dependents(conn, db, std::slice::from_ref(&entity.id), near).await?);
+    changes.rights = true;
+    changes.name = true;
+    follow(conn, types, db, id, changes, 0).await
 }
 
 async fn project_from(

@@ -1,0 +1,1 @@
+ALTER TABLE property_values DROP COLUMN object_id;
