@@ -7,7 +7,6 @@
 
 use super::facts::PropertyFacts;
 use super::filters::{TypeFilter, ValueFilter, positive_filters};
-use super::sort::page_window;
 use super::statement::Sql;
 use crate::query::{Condition, Field, ListQuery, Operator, REFERENCES, SortTarget};
 
@@ -116,7 +115,7 @@ impl<'a> FromValues<'a> {
         } else {
             " ORDER BY x.k ASC NULLS LAST, x.entity_id ASC"
         });
-        page_window(sql, query);
+        sql.page_window(query);
     }
 }
 

@@ -29,7 +29,7 @@ use facts::PropertyFacts;
 use filters::where_clause;
 use group::{group_statement, run_grouped};
 use matches::FromValues;
-use sort::{order_by, ordered_matches, page_window};
+use sort::{order_by, ordered_matches};
 use statement::{Bind, Sql};
 use tallies::WholeCount;
 
@@ -173,7 +173,7 @@ fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, facts: &Pr
         plan.matches(&mut page, db, person);
         page.push(") m ORDER BY ");
         order_by(&mut page, "m", query);
-        page_window(&mut page, query);
+        page.page_window(query);
         page.push(") p JOIN entities e ON e.db = ")
             .bind(Bind::Text(db.to_owned()))
             .push(" AND e.id = p.id ORDER BY ");
@@ -183,7 +183,7 @@ fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, facts: &Pr
         where_clause(&mut page, db, person, query, referencing);
         page.push(" ORDER BY ");
         order_by(&mut page, "e", query);
-        page_window(&mut page, query);
+        page.page_window(query);
     }
 
     let count = match (WholeCount::plan(query), &plan) {

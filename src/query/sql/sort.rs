@@ -35,7 +35,7 @@ pub(super) fn ordered_matches(
     }
     sql.push(" OFFSET 0) m ORDER BY ");
     order_by(sql, "m", query);
-    page_window(sql, query);
+    sql.page_window(query);
 }
 
 /// The matches with their sort keys, from the entity rows.
@@ -89,13 +89,6 @@ pub(super) fn order_by(sql: &mut Sql, alias: &str, query: &ListQuery) {
         };
     }
     sql.push(&format!("{alias}.id ASC"));
-}
-
-pub(super) fn page_window(sql: &mut Sql, query: &ListQuery) {
-    sql.push(" LIMIT ")
-        .bind(Bind::Integer(query.limit))
-        .push(" OFFSET ")
-        .bind(Bind::Integer(query.skip));
 }
 
 /// The smallest (`aggregate` `min`) or largest (`max`) `field` of entity

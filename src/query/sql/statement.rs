@@ -10,6 +10,7 @@ use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::sql_types::{Array, BigInt, Bool, Date, Double, Text, Timestamptz};
 
 use crate::db::prepared::Prepared;
+use crate::query::ListQuery;
 
 /// How many statement texts (shapes: the values are bound) a process keeps
 /// prepared. Queries of the same form with other values share a shape, so a
@@ -96,6 +97,14 @@ impl Sql {
             self.text.push_str(&placeholder);
         }
         self
+    }
+
+    /// ` LIMIT .. OFFSET ..`: the query's page.
+    pub(super) fn page_window(&mut self, query: &ListQuery) -> &mut Self {
+        self.push(" LIMIT ")
+            .bind(Bind::Integer(query.limit))
+            .push(" OFFSET ")
+            .bind(Bind::Integer(query.skip))
     }
 
     pub(super) fn into_query(self) -> Prepared<BoxedSqlQuery<'static, Pg, SqlQuery>> {
