@@ -9,7 +9,7 @@ use utoipa::OpenApi;
 
 use super::{
     app_passkey, auth, duplicate_activity, entity, files, health, list, mcp, metrics, new_db, oauth, oauth_client,
-    openapi, passkey, property, sign_in, usage,
+    openapi, passkey, property, sign_in, usage, webhooks,
 };
 use crate::service::databases;
 use openapi::ServedDocument;
@@ -104,6 +104,7 @@ endpoint_table! {
     GET "/api/{db}/entity/{id}/aggregate" => entity::aggregate,
     POST "/api/{db}/entity/{id}/duplicate" => duplicate_activity::duplicate,
     GET "/api/{db}/entity/{id}/activity" => duplicate_activity::activity,
+    GET "/api/{db}/entity/{id}/deliveries" => webhooks::deliveries,
     GET "/api/{db}/property/{id}" => property::read,
     DELETE "/api/{db}/property/{id}" => property::delete,
     // Files: thumbnails, and the local storage backend's signed URLs.

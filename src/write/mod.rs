@@ -11,6 +11,7 @@
 //!   numbering;
 //! - `access.rs`: who may write at all; `keys.rs`: API keys, hashed before a
 //!   write's turn; `login.rs`: login methods, written by the service only;
+//!   `webhook.rs`: webhooks' signing secrets;
 //! - `idempotency.rs`: writes sent with an idempotency key, applied once.
 
 mod access;
@@ -27,6 +28,7 @@ pub mod keys;
 pub mod login;
 mod replaced;
 pub mod validate;
+mod webhook;
 
 use std::collections::HashMap;
 
