@@ -71,6 +71,20 @@ pub async fn check_write(
     Ok(())
 }
 
+/// 403 when `count` copies of entity `id`, a webhook, would take database
+/// `db` over `webhooks.max_per_database`.
+pub async fn check_copies(service: &Service, db: &str, id: &str, count: usize) -> Result<(), ApiError> {
+    let mut conn = service.pool.get().await?;
+    if webhooks::type_name_of(&mut conn, db, id).await?.as_deref() != Some(WEBHOOK_TYPE) {
+        return Ok(());
+    }
+    let max = service.webhooks.settings.max_per_database;
+    if webhooks::count(&mut conn, db).await? + count as i64 > max as i64 {
+        return Err(ApiError::forbidden(format!("A database holds at most {max} webhooks")));
+    }
+    Ok(())
+}
+
 /// `GET /api/{db}/entity/{id}/deliveries`: a webhook's attempts, newest first.
 #[derive(Serialize, ToSchema)]
 pub struct Deliveries {

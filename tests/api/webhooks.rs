@@ -8,6 +8,7 @@ mod delivery;
 mod failures;
 mod receiver;
 mod rules;
+mod throughput;
 
 use std::time::Duration;
 

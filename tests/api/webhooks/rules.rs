@@ -141,14 +141,33 @@ async fn the_secret_is_generated_shown_once_masked_everywhere_and_written_only_b
 async fn a_database_holds_at_most_max_per_database_webhooks() {
     let app = app(&[("webhooks.max_per_database", "2".to_owned())]).await;
     let token = app.owner_token().await;
+    let mut made = Vec::new();
     for _ in 0..2 {
-        webhook(&app, &token, "http://127.0.0.1:9/hook", &["delete"], None).await;
+        made.push(
+            webhook(&app, &token, "http://127.0.0.1:9/hook", &["delete"], None)
+                .await
+                .0,
+        );
     }
+    let first = &made[0];
     let (status, body) = create_webhook(&app, &token, "http://127.0.0.1:9/hook", &["delete"], None).await;
     assert_eq!((status, &body["error"]), (403, &json!("forbidden")), "{body}");
     assert!(
         body["message"].as_str().unwrap().contains("at most 2 webhooks"),
         "{body}"
+    );
+    let (status, body) = app
+        .call(
+            "POST",
+            &format!("/api/demo/entity/{first}/duplicate"),
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, &body["error"]),
+        (403, &json!("forbidden")),
+        "a copy counts too: {body}"
     );
     let (_, listed) = app.get("/api/demo/entity?_type.string=webhook", &token).await;
     assert_eq!(listed["count"], 2);
