@@ -1,6 +1,7 @@
 //! A webhook receiver on 127.0.0.1: plain HTTP/1.1 over TCP, one request per
 //! connection. It records each request (headers, body, time) and answers
 //! from a script the test sets (status, delay, `Location`), then 200.
+#![allow(dead_code)] // the crash test (tests/chaos.rs) uses part of it
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
