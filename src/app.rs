@@ -149,6 +149,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         sign_in,
         new_databases_per_day: settings.limits.new_databases_per_day,
         limits: Arc::new(RateLimits::from_settings(&settings.limits)),
+        webhooks: crate::service::webhook_rules::WebhookRules::new(settings.webhooks.clone()),
     };
     Ok(web::Data::new(AppState {
         service: Arc::new(service),
@@ -234,6 +235,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
         flushed.writers.formulas_due(),
         Duration::from_millis(settings.actors.formula_poll_ms.max(10)),
     ));
+    actix_web::rt::spawn(crate::webhooks::run(flushed.pool.clone(), settings.webhooks.clone()));
     actix_web::rt::spawn(flush_request_counts(flushed));
     Ok(server.run())
 }

@@ -20,6 +20,7 @@ pub struct Settings {
     pub mail: MailSettings,
     pub mcp: McpSettings,
     pub oauth: OAuthSettings,
+    pub webhooks: WebhookSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -288,6 +289,22 @@ pub struct OAuthSettings {
     /// PEM roots trusted beside the public ones when fetching client
     /// metadata documents; empty: none.
     pub client_metadata_ca_file: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct WebhookSettings {
+    /// How long an event is retried before its webhook is parked (a fraction in tests).
+    pub retry_hours: f64,
+    /// Limit of one delivery attempt, connection included.
+    pub timeout_ms: u64,
+    /// Webhooks one database may hold.
+    pub max_per_database: usize,
+    /// Targets on loopback, private and other internal addresses allowed (tests, closed networks).
+    pub allow_private_targets: bool,
+    /// The first retry's delay; each further one doubles it.
+    pub retry_base_ms: u64,
+    /// How often an idle delivery worker looks for due events.
+    pub poll_ms: u64,
 }
 
 #[derive(Clone, Deserialize)]

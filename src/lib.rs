@@ -23,4 +23,5 @@ pub mod sign_in;
 pub mod storage;
 pub mod usage;
 pub mod view;
+pub mod webhooks;
 pub mod write;

@@ -27,6 +27,7 @@ struct Metrics {
     formula_pending: IntGauge,
     formula_parked: IntGauge,
     reprojections_pending: IntGauge,
+    webhooks_parked: IntGauge,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
@@ -129,9 +130,14 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
             "Entity types whose entities are being re-projected in the background, all databases together",
         )
         .expect("valid metric"),
+        webhooks_parked: IntGauge::new(
+            "eds_webhooks_parked",
+            "Webhooks parked after their endpoint failed for webhooks.retry_hours, all databases together",
+        )
+        .expect("valid metric"),
         registry,
     };
-    let collectors: [Box<dyn prometheus::core::Collector>; 14] = [
+    let collectors: [Box<dyn prometheus::core::Collector>; 15] = [
         Box::new(metrics.http_requests.clone()),
         Box::new(metrics.http_duration.clone()),
         Box::new(metrics.pool.clone()),
@@ -146,6 +152,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         Box::new(metrics.formula_pending.clone()),
         Box::new(metrics.formula_parked.clone()),
         Box::new(metrics.reprojections_pending.clone()),
+        Box::new(metrics.webhooks_parked.clone()),
     ];
     for collector in collectors {
         metrics.registry.register(collector).expect("metric names are unique");
@@ -188,6 +195,11 @@ pub fn background_queues(formulas_pending: i64, formulas_parked: i64, reprojecti
     METRICS.formula_pending.set(formulas_pending);
     METRICS.formula_parked.set(formulas_parked);
     METRICS.reprojections_pending.set(reprojections_pending);
+}
+
+/// Webhooks parked, counted for a scrape.
+pub fn webhooks_parked(parked: i64) {
+    METRICS.webhooks_parked.set(parked);
 }
 
 /// Counts a request and its latency under the route's pattern (never the raw

@@ -21,6 +21,8 @@
 //! is `make chaos` (README, "Reliability"). Figures go to stderr
 //! (`-- --nocapture`).
 
+#[path = "api/webhooks/receiver.rs"]
+mod receiver;
 #[path = "api/support/mod.rs"]
 mod support;
 
@@ -88,8 +90,14 @@ struct Servers {
     logs: Mutex<Vec<Arc<Mutex<Vec<String>>>>>,
 }
 
-/// Sixteen clients on one address would be throttled.
-const SERVE_ENV: [(&str, &str); 1] = [("EDS__LIMITS__ENABLED", "false")];
+/// Sixteen clients on one address would be throttled; webhooks post to a
+/// receiver on loopback, retrying quickly.
+const SERVE_ENV: [(&str, &str); 4] = [
+    ("EDS__LIMITS__ENABLED", "false"),
+    ("EDS__WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true"),
+    ("EDS__WEBHOOKS__RETRY_BASE_MS", "100"),
+    ("EDS__WEBHOOKS__POLL_MS", "50"),
+];
 
 impl Servers {
     async fn start(database_url: String, data_dir: PathBuf) -> Servers {
@@ -613,4 +621,96 @@ async fn a_postgresql_restart_under_load_answers_503_with_retry_after_and_loses_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ended_connections_under_load_answer_503_with_retry_after_and_lose_nothing() {
     run(Fault::EndConnections).await;
+}
+
+/// Every acknowledged create reaches a webhook at least once, though a
+/// process is killed mid-delivery (its leased events go to the other once
+/// the lease ends) and PostgreSQL restarts while events wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acknowledged_write_reaches_its_webhook_across_a_killed_process_and_a_postgresql_restart() {
+    let cluster = Arc::new(OwnCluster::start());
+    let database_url = cluster.url();
+    let data_dir = support::tempdir::Dir::new();
+    let servers = Servers::start(database_url.clone(), data_dir.0.clone()).await;
+    let demo = create_demo(&database_url, &data_dir.0, "owner@example.com").await;
+    let http = reqwest::Client::builder().timeout(REQUEST_TIMEOUT).build().unwrap();
+    let token = login(&http, &servers.url(0), &demo.key).await;
+    let entity_type = processes::entity_type(&http, &servers.url(0), &token).await;
+    let receiver = receiver::Receiver::start().await;
+    // slow answers: a kill finds deliveries in flight
+    receiver.otherwise(receiver::Answer {
+        status: 200,
+        delay: Duration::from_millis(300),
+    });
+    let base = servers.url(0);
+    let new_entity = |values: Json| {
+        let (http, url, token) = (http.clone(), format!("{base}/api/demo/entity"), token.clone());
+        async move { processes::call_json(&http, &url, &token, Some(&values)).await }
+    };
+    let item =
+        new_entity(json!([{"type": "_type", "reference": entity_type}, {"type": "name", "string": "item"}])).await;
+    let item_type = item["_id"].as_str().unwrap().to_owned();
+    let found = processes::call_json(
+        &http,
+        &format!("{base}/api/demo/entity?_type.string=entity&name.string=webhook"),
+        &token,
+        None,
+    )
+    .await;
+    let hook = new_entity(json!([
+        {"type": "_type", "reference": found["entities"][0]["_id"]},
+        {"type": "url", "string": receiver.url()},
+        {"type": "events", "string": "create"},
+        {"type": "entity_type", "reference": item_type},
+        {"type": "secret", "string": "generate"},
+    ]))
+    .await;
+    assert!(hook["_id"].is_string(), "{hook}");
+
+    let mut acknowledged = std::collections::HashSet::new();
+    for n in 0..60 {
+        if n == 20 {
+            servers.kill_and_restart(0, Duration::from_millis(200)).await;
+        }
+        if n == 40 {
+            let stopping = cluster.clone();
+            tokio::task::spawn_blocking(move || stopping.cluster.stop().unwrap())
+                .await
+                .unwrap();
+            let starting = cluster.clone();
+            tokio::task::spawn_blocking(move || starting.cluster.ensure_running(false).unwrap())
+                .await
+                .unwrap();
+        }
+        let url = format!("{}/api/demo/entity", servers.url(n));
+        let body = json!([{"type": "_type", "reference": item_type}, {"type": "name", "string": format!("n{n}")}]);
+        if let Ok(response) = http.post(url).bearer_auth(&token).json(&body).send().await
+            && response.status() == 201
+        {
+            let created: Json = response.json().await.unwrap();
+            acknowledged.insert(created["_id"].as_str().unwrap().to_owned());
+        }
+    }
+    assert!(acknowledged.len() >= 40, "{} creates acknowledged", acknowledged.len());
+
+    // a killed worker's lease (timeout + 30 s) may have to end first
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let missing = loop {
+        let delivered: std::collections::HashSet<String> = receiver
+            .received()
+            .iter()
+            .filter_map(|r| r.json()["entity"]["_id"].as_str().map(str::to_owned))
+            .collect();
+        let missing: Vec<&String> = acknowledged.iter().filter(|id| !delivered.contains(*id)).collect();
+        if missing.is_empty() || Instant::now() > deadline {
+            break missing.len();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(missing, 0, "acknowledged creates never delivered");
+    eprintln!(
+        "webhooks under faults: {} creates acknowledged, {} deliveries received (repeats included)",
+        acknowledged.len(),
+        receiver.received().len()
+    );
 }

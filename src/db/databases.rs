@@ -190,6 +190,9 @@ pub async fn delete(pool: &Pool, name: &str) -> Result<Option<i64>, ApiError> {
                 .count;
             for table in [
                 "change_log",
+                "webhook_attempts",
+                "webhook_outbox",
+                "webhooks",
                 "formula_queue",
                 "type_reprojections",
                 "idempotent_writes",

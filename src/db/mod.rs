@@ -21,6 +21,7 @@ pub use seed::add_missing_types;
 pub mod sign_in;
 mod value_rows;
 pub mod values;
+pub mod webhooks;
 
 use std::time::Duration;
 

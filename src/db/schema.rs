@@ -132,6 +132,46 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    webhooks (db, id) {
+        db -> Text,
+        id -> Text,
+        url -> Nullable<Text>,
+        events -> Array<Text>,
+        entity_type -> Nullable<Text>,
+        parked_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    webhook_outbox (id) {
+        id -> Int8,
+        db -> Text,
+        webhook_id -> Text,
+        entity_id -> Text,
+        event -> Text,
+        at -> Timestamptz,
+        attempts -> Int4,
+        since -> Timestamptz,
+        next_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    webhook_attempts (db, id) {
+        db -> Text,
+        id -> Int8,
+        webhook_id -> Text,
+        message_id -> Text,
+        event -> Text,
+        attempt -> Int4,
+        at -> Timestamptz,
+        status -> Nullable<Int4>,
+        duration_ms -> Int4,
+        error -> Nullable<Text>,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     audiences,
     databases,

@@ -1,6 +1,6 @@
 //! What every new database starts with: the system types (`entity`,
 //! `property`, `database`, `person`) and the original's template types
-//! (`menu`, `plugin`) with their definitions, a `database` entity (recorded
+//! (`menu`, `plugin`) and `webhook` with their definitions, a `database` entity (recorded
 //! as the database's own), a side-menu entry for persons, and the owner
 //! person. Databases made before a type was seeded gain it on migration.
 
@@ -26,7 +26,7 @@ type SeedDefinition = (&'static str, &'static str, bool, bool);
 type SeedType = (&'static str, &'static str, &'static [SeedDefinition]);
 
 /// The seeded types; the first four are the system's, in this order.
-const SEED_TYPES: [SeedType; 6] = [
+const SEED_TYPES: [SeedType; 7] = [
     (
         ENTITY_TYPE,
         "Entity type",
@@ -78,7 +78,22 @@ const SEED_TYPES: [SeedType; 6] = [
             ("url", "string", false, false),
         ],
     ),
+    // a webhook: the changes (`events`) of entities (of `entity_type`, when
+    // set) posted to `url`, signed with `secret`
+    (
+        crate::db::webhooks::WEBHOOK_TYPE,
+        "Webhook",
+        &[
+            ("name", "string", false, true),
+            ("url", "string", false, false),
+            ("events", "string", false, false),
+            ("entity_type", "reference", false, false),
+            (crate::db::webhooks::SECRET_PROPERTY, "string", false, false),
+        ],
+    ),
 ];
+/// Seeded definitions that take several values: (type, property).
+const LIST_DEFINITIONS: [(&str, &str); 1] = [(crate::db::webhooks::WEBHOOK_TYPE, "events")];
 const DATABASE_TYPE: usize = 2;
 const PERSON_TYPE: usize = 3;
 const MENU_TYPE: usize = 4;
@@ -257,6 +272,9 @@ impl<'a> Seed<'a> {
             }
             if *search {
                 definition.boolean("search", true);
+            }
+            if LIST_DEFINITIONS.contains(&(*type_name, *prop)) {
+                definition.boolean("list", true);
             }
         }
     }

@@ -5,7 +5,7 @@ use subtle::ConstantTimeEq;
 
 use super::{AppState, bearer};
 use crate::error::{ApiError, ErrorBody};
-use crate::service::health;
+use crate::service::{health, webhooks};
 
 /// `metrics.token`: the Bearer token a scrape must carry; empty, none.
 pub struct MetricsToken(pub String);
@@ -15,7 +15,7 @@ pub struct MetricsToken(pub String);
     summary = "Metrics in the Prometheus text format",
     description = "Requests by route and status, latencies, database pool use, writer queue and group-commit sizes, \
                    thumbnail queue and render times, tokens issued and refused, formula queue entries pending and \
-                   parked. When `metrics.token` is set, only with `Authorization: Bearer <metrics.token>`.",
+                   parked, webhooks parked. When `metrics.token` is set, only with `Authorization: Bearer <metrics.token>`.",
     security((), ("metricsToken" = [])),
     responses((status = 200, description = "Counters, gauges and histograms of the process", body = String,
                content_type = "text/plain",
@@ -37,6 +37,10 @@ pub async fn read(
     match health::queue_counts(&state).await {
         Ok((pending, parked, types)) => crate::metrics::background_queues(pending, parked, types),
         Err(error) => tracing::warn!(%error, "counting the background queues failed"),
+    }
+    match webhooks::parked(&state).await {
+        Ok(parked) => crate::metrics::webhooks_parked(parked),
+        Err(error) => tracing::warn!(%error, "counting the parked webhooks failed"),
     }
     Ok(HttpResponse::Ok()
         .content_type(crate::metrics::CONTENT_TYPE)

@@ -25,6 +25,7 @@ pub mod sign_in;
 pub mod state;
 pub mod usage;
 pub mod views;
+pub mod webhooks;
 
 pub use caller::{bearer, client_ip};
 pub use routes::{Endpoint, database_of_path, endpoints, routes};

@@ -9,7 +9,7 @@ use utoipa::OpenApi;
 
 use super::{
     app_passkey, auth, duplicate_activity, entity, files, health, list, mcp, metrics, new_db, oauth, oauth_client,
-    openapi, passkey, property, restore, sign_in, usage,
+    openapi, passkey, property, restore, sign_in, usage, webhooks,
 };
 use crate::service::databases;
 use openapi::ServedDocument;
@@ -105,6 +105,7 @@ endpoint_table! {
     POST "/api/{db}/entity/{id}/duplicate" => duplicate_activity::duplicate,
     POST "/api/{db}/entity/{id}/restore" => restore::restore,
     GET "/api/{db}/entity/{id}/activity" => duplicate_activity::activity,
+    GET "/api/{db}/entity/{id}/deliveries" => webhooks::deliveries,
     GET "/api/{db}/property/{id}" => property::read,
     DELETE "/api/{db}/property/{id}" => property::delete,
     // Files: thumbnails, and the local storage backend's signed URLs.

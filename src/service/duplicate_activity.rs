@@ -34,6 +34,7 @@ pub async fn duplicate(
 ) -> Result<Vec<Written>, ApiError> {
     caller.require_person(db)?;
     let (count, ignored) = duplicate_body(body)?;
+    super::webhooks::check_copies(service, db, &entity_id, count).await?;
     let duplication = Duplication {
         entity_id,
         count,

@@ -10,7 +10,7 @@ use crate::rights::ViewLevel;
 use crate::service::bodies::entities::{EntityRead, History};
 use crate::service::bodies::writes::{Aggregated, Deleted, Written};
 use crate::service::{Caller, Service};
-use crate::service::{invitations, uploads};
+use crate::service::{invitations, uploads, webhooks};
 use crate::view::{self, access};
 use crate::write::validate;
 use crate::write::{IdempotencyKey, WriteOp, WriteOutcome};
@@ -35,6 +35,7 @@ pub async fn create(
 ) -> Result<Written, ApiError> {
     validate::check_size(&values, service.max_values_per_write)?;
     refuse_oauth_credentials(caller, &values)?;
+    webhooks::check_write(service, db, None, &values).await?;
     let outcome = service
         .write_as(caller, db, WriteOp::CreateEntity { values }, retry)
         .await?;
@@ -56,6 +57,7 @@ pub async fn add_values(
     caller.require_write()?;
     validate::check_size(&values, service.max_values_per_write)?;
     refuse_oauth_credentials(caller, &values)?;
+    webhooks::check_write(service, db, Some(&entity_id), &values).await?;
     let charged = invitations::charge(service, caller, db, &entity_id, &values, retry.as_ref()).await?;
     let op = WriteOp::AddValues { entity_id, values };
     let outcome = match service.write_as(caller, db, op, retry).await {

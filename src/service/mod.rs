@@ -22,6 +22,8 @@ pub mod types;
 pub mod uploads;
 pub mod usage;
 pub mod values;
+pub mod webhook_rules;
+pub mod webhooks;
 
 pub use crate::write::{IdempotencyKey, is_valid_idempotency_key};
 pub use caller::Caller;

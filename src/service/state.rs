@@ -43,6 +43,8 @@ pub struct Service {
     pub new_databases_per_day: u32,
     /// The rate limits; the operations that send mail charge them too.
     pub limits: Arc<RateLimits>,
+    /// The webhook settings, and the type names their write checks learned.
+    pub webhooks: crate::service::webhook_rules::WebhookRules,
 }
 
 impl Service {

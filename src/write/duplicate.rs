@@ -67,6 +67,7 @@ fn copied(row: &ValueRow, entity_type: &TypeInfo) -> Option<ValueInput> {
     let prop = row.prop.as_str();
     let left_out = [API_KEY_PROPERTY, LOGIN_PROPERTY, "_created"].contains(&prop)
         || is_billing_property(prop)
+        || super::webhook::is_secret(entity_type, prop)
         || row.filename.is_some();
     let definition = entity_type.definitions.get(prop);
     if left_out || definition.is_some_and(|definition| definition.formula.is_some()) {

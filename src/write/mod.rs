@@ -11,6 +11,7 @@
 //!   numbering;
 //! - `access.rs`: who may write at all; `keys.rs`: API keys, hashed before a
 //!   write's turn; `login.rs`: login methods, written by the service only;
+//!   `webhook.rs`: webhooks' signing secrets;
 //! - `idempotency.rs`: writes sent with an idempotency key, applied once.
 
 mod access;
@@ -28,6 +29,7 @@ pub mod login;
 mod replaced;
 mod restore;
 pub mod validate;
+mod webhook;
 
 use std::collections::HashMap;
 

@@ -157,6 +157,8 @@ pub(super) async fn validate(
             plain_keys.insert(row.id.clone(), key.plain);
             row.secret = Some(key.hash);
             row.secret_lookup = Some(key.lookup);
+        } else if super::webhook::is_secret(&target.entity_type, &input.prop) {
+            super::webhook::generate_secret(&target.lists, target.actor, &mut row, &mut plain_keys)?;
         }
         rows.push(row);
     }

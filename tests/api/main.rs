@@ -46,5 +46,6 @@ mod single_valued;
 mod storage_faults;
 mod value_visibility;
 mod webapp;
+mod webhooks;
 mod writer_cache;
 mod writes;

@@ -618,7 +618,9 @@ async fn a_list_answer_follows_a_rights_change() {
         .create(&owner, &item, json!([{"type": "name", "string": "secret"}]))
         .await;
     let visible = || async {
-        let (status, body) = app.get("/api/demo/entity?name.string=secret", &reader_token).await;
+        let (status, body) = app
+            .get("/api/demo/entity?name.string=secret&_type.string=item", &reader_token)
+            .await;
         assert_eq!(status, 200, "{body}");
         body["count"].clone()
     };
