@@ -12,7 +12,7 @@ use super::RpcError;
 use super::tools::{CallError, ToolCall};
 use crate::error::{ApiError, ErrorCode};
 use crate::model::value::parse_values;
-use crate::service::{Caller, Service, entities, list, types, values};
+use crate::service::{Caller, Service, batch, entities, list, types, values};
 
 /// The result of `tools/call` with `params`, for `caller` in `db`.
 pub async fn call(service: &Arc<Service>, caller: &Caller, db: &str, params: &Json) -> Result<Json, RpcError> {
@@ -62,6 +62,7 @@ async fn run(service: &Arc<Service>, caller: &Caller, db: &str, call: ToolCall) 
             text_of(&entities::add_values(service, caller, db, id, values, retry).await?)
         }
         ToolCall::DeleteProperty { id, retry } => text_of(&values::delete(service, caller, db, id, retry).await?),
+        ToolCall::Batch { body, retry } => text_of(&batch::batch(service, caller, db, &body, retry).await?),
     })
 }
 

@@ -9,6 +9,7 @@ mod admin;
 mod app_passkeys;
 mod architecture;
 mod auth;
+mod batch;
 mod client_metadata;
 mod compat;
 mod consent;

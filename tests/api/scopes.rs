@@ -276,6 +276,10 @@ async fn a_read_scoped_token_is_refused_on_each_mcp_write_tool() {
         ("add_properties", json!({"_id": NO_ENTITY, "properties": name})),
         ("delete_property", json!({"_id": value})),
         ("delete_property", json!({"_id": NO_ENTITY})),
+        (
+            "batch",
+            json!({"operations": [{"op": "add", "entity": book, "properties": name}]}),
+        ),
     ];
     let message = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let (_, listed) = app
