@@ -685,3 +685,46 @@ async fn batch_refused_in_a_group_commit_leaves_the_other_writes_committed() {
         .collect();
     assert_eq!(names.keys().copied().collect::<Vec<_>>(), ["after", "before"]);
 }
+
+#[tokio::test]
+async fn batch_invitations_are_mailed_only_after_commit() {
+    let (app, sink) = support::email_login::app_with_mail(&[]).await;
+    let owner = app.owner_token().await;
+    let person = app.find(&owner, "entity", "person").await;
+    let bob = app
+        .create(
+            &owner,
+            &person,
+            json!([{"type": "name", "string": "Bob"}, {"type": "email", "string": "bob@example.com"}]),
+        )
+        .await;
+    let invite = json!([{"type": "service_user", "string": "an invitation"}]);
+    let (status, body) = batch(
+        &app,
+        &owner,
+        json!([{"op": "add", "entity": bob, "properties": invite}, {"op": "delete_entity", "entity": NO_ENTITY}]),
+    )
+    .await;
+    assert_eq!((status, &body["operation"]), (404, &json!(1)), "{body}");
+    let (_, read) = app.get(&format!("/api/demo/entity/{bob}"), &owner).await;
+    assert!(read["entity"].get("service_user").is_none(), "{read}");
+    let (status, body) = batch(
+        &app,
+        &owner,
+        json!([
+            {"op": "create", "ref": "$carol", "properties": [{"type": "_type", "reference": person}, {"type": "email", "string": "carol@example.com"}]},
+            {"op": "add", "entity": "$carol", "properties": invite},
+            {"op": "add", "entity": bob, "properties": invite},
+        ]),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let mails = sink.wait_for(2).await;
+    let mut to: Vec<&str> = mails.iter().map(|mail| mail.header("To").unwrap()).collect();
+    to.sort();
+    assert_eq!(
+        to,
+        ["bob@example.com", "carol@example.com"],
+        "one mail each, after the commit only"
+    );
+}
