@@ -140,6 +140,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         files,
         answers: AnswerCache::new(settings.database.answer_cache_bytes),
         max_values_per_write: settings.limits.max_values_per_write,
+        max_batch_operations: settings.limits.max_batch_operations,
         expensive: ExpensiveQueries::new(
             settings.database.expensive_queries,
             settings.database.pool_size,

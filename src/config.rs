@@ -232,6 +232,8 @@ pub struct LimitSettings {
     pub requests_per_minute: u32,
     pub auth_per_minute: u32,
     pub max_values_per_write: usize,
+    /// Most operations one batch may hold.
+    pub max_batch_operations: usize,
     pub mails_per_hour_per_recipient: u32,
     pub mails_per_hour_per_address: u32,
     pub new_databases_per_day: u32,

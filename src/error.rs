@@ -9,6 +9,9 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+// What PostgreSQL's and the pool's errors answer.
+mod from_db;
+
 /// Declares every stable error code once: its variant, the snake_case code
 /// clients match on, and the status it is answered with.
 macro_rules! error_codes {
@@ -201,6 +204,9 @@ pub struct ErrorBody<'a> {
     pub status: u16,
     pub error: &'static str,
     pub message: &'a str,
+    /// In a batch: the index (from 0) of the operation that failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation: Option<usize>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -210,6 +216,8 @@ pub struct ApiError {
     pub message: Cow<'static, str>,
     /// Seconds a refused client should wait, answered as `Retry-After`.
     pub retry_after: Option<u64>,
+    /// In a batch: the index (from 0) of the operation that failed.
+    pub operation: Option<usize>,
 }
 
 impl ApiError {
@@ -218,6 +226,15 @@ impl ApiError {
             code,
             message: message.into(),
             retry_after: None,
+            operation: None,
+        }
+    }
+
+    /// This error as operation `index` of a batch answers it.
+    pub fn in_operation(self, index: usize) -> Self {
+        ApiError {
+            operation: Some(index),
+            ..self
         }
     }
 
@@ -244,6 +261,7 @@ impl ApiError {
             status: self.status().as_u16(),
             error: self.code.as_str(),
             message: &self.message,
+            operation: self.operation,
         }
     }
 
@@ -327,75 +345,6 @@ impl ResponseError for ApiError {
             response.insert_header(("Retry-After", seconds));
         }
         response.json(self.body())
-    }
-}
-
-impl From<diesel::result::Error> for ApiError {
-    fn from(error: diesel::result::Error) -> Self {
-        use diesel::result::{DatabaseErrorKind, Error};
-        match &error {
-            Error::DatabaseError(DatabaseErrorKind::ClosedConnection, _) | Error::BrokenTransactionManager => {
-                return Self::database_unavailable();
-            }
-            // PostgreSQL could not serialize the transaction (40001), or it and
-            // another waited for each other (40P01): it was rolled back, and
-            // may pass when run again
-            Error::DatabaseError(DatabaseErrorKind::SerializationFailure, _) => return Self::write_conflict(),
-            Error::DatabaseError(_, info) if info.message().contains("deadlock detected") => {
-                return Self::write_conflict();
-            }
-            Error::DatabaseError(_, info) => {
-                let message = info.message();
-                // PostgreSQL cancels a statement over statement_timeout with SQLSTATE 57014.
-                if message.contains("statement timeout") {
-                    return Self::query_timeout();
-                }
-                // A pattern the regex crate accepts but PostgreSQL does not.
-                if message.contains("invalid regular expression") {
-                    return Self::new(ErrorCode::InvalidRegex, "Invalid regex");
-                }
-                if is_lost_connection(message) {
-                    return Self::database_unavailable();
-                }
-            }
-            _ => {}
-        }
-        Self::internal("database error", error)
-    }
-}
-
-/// PostgreSQL's words for a connection it ended or cannot serve (SQLSTATE
-/// 57P01-57P03 and the client's own): the diesel error carries no SQLSTATE.
-fn is_lost_connection(message: &str) -> bool {
-    [
-        "terminating connection",
-        "the database system is",
-        "server closed the connection",
-        "connection to server",
-        "no connection to the server",
-        "connection closed",
-        // tokio-postgres's own, for a socket that failed or a server that went quiet
-        "error communicating with the server",
-        "unexpected message from server",
-        "timeout waiting for server",
-        "error connecting to server",
-    ]
-    .iter()
-    .any(|words| message.contains(words))
-}
-
-impl From<diesel_async::pooled_connection::deadpool::PoolError> for ApiError {
-    fn from(error: diesel_async::pooled_connection::deadpool::PoolError) -> Self {
-        use deadpool::managed::{PoolError, TimeoutType};
-        match error {
-            PoolError::Timeout(TimeoutType::Wait) => Self::database_busy(),
-            // connecting or checking a connection failed or hung: PostgreSQL is away
-            PoolError::Timeout(_) | PoolError::Backend(_) => {
-                tracing::warn!(%error, "no database connection");
-                Self::database_unavailable()
-            }
-            error => Self::internal("database pool error", error),
-        }
     }
 }
 

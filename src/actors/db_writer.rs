@@ -17,7 +17,7 @@ use crate::auth::api_key::GeneratedKey;
 use crate::db::Pool;
 use crate::error::{ApiError, ErrorCode};
 use crate::metrics;
-use crate::write::{self, WriteOutcome, WriteRequest, WriterCache};
+use crate::write::{self, WriteOp, WriteOutcome, WriteRequest, WriterCache};
 
 type Reply = oneshot::Sender<Result<WriteOutcome, ApiError>>;
 
@@ -92,6 +92,16 @@ impl DbWriter {
         }
         self.committing = true;
         let take = self.waiting.len().min(self.limits.batch);
+        // a batch of operations commits alone: the writes grouped with it
+        // neither wait for its re-run when it is refused, nor fail with it
+        let take = match self.waiting[..take]
+            .iter()
+            .position(|w| matches!(w.request.op, WriteOp::Batch(_)))
+        {
+            Some(0) => 1,
+            Some(before) => before,
+            None => take,
+        };
         let (requests, replies): (Vec<_>, Vec<_>) = self
             .waiting
             .drain(..take)

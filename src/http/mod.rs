@@ -2,6 +2,7 @@
 
 pub mod app_passkey;
 pub mod auth;
+pub mod batch;
 pub mod caller;
 pub mod duplicate_activity;
 pub mod entity;

@@ -8,8 +8,8 @@ use actix_web::{FromRequest, Handler, Responder, Route, web};
 use utoipa::OpenApi;
 
 use super::{
-    app_passkey, auth, duplicate_activity, entity, files, health, list, mcp, metrics, new_db, oauth, oauth_client,
-    openapi, passkey, property, restore, sign_in, usage, webhooks,
+    app_passkey, auth, batch, duplicate_activity, entity, files, health, list, mcp, metrics, new_db, oauth,
+    oauth_client, openapi, passkey, property, restore, sign_in, usage, webhooks,
 };
 use crate::service::databases;
 use openapi::ServedDocument;
@@ -96,6 +96,7 @@ endpoint_table! {
     GET "/api/{db}/passkey" => app_passkey::register_options,
     POST "/api/{db}/passkey" => app_passkey::register,
     GET "/api/{db}/entity" => list::list,
+    POST "/api/{db}/batch" => batch::batch,
     POST "/api/{db}/entity" => entity::create,
     GET "/api/{db}/entity/{id}" => entity::read,
     POST "/api/{db}/entity/{id}" => entity::add_values,

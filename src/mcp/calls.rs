@@ -12,7 +12,7 @@ use super::RpcError;
 use super::tools::{CallError, ToolCall};
 use crate::error::{ApiError, ErrorCode};
 use crate::model::value::parse_values;
-use crate::service::{Caller, Service, entities, list, restore, types, values};
+use crate::service::{Caller, Service, batch, entities, list, restore, types, values};
 
 /// The result of `tools/call` with `params`, for `caller` in `db`.
 pub async fn call(service: &Arc<Service>, caller: &Caller, db: &str, params: &Json) -> Result<Json, RpcError> {
@@ -65,6 +65,7 @@ async fn run(service: &Arc<Service>, caller: &Caller, db: &str, call: ToolCall) 
         ToolCall::RestoreEntity { id, at, retry } => {
             text_of(&restore::restore(service, caller, db, id, at.as_deref(), retry).await?)
         }
+        ToolCall::Batch { body, retry } => text_of(&batch::batch(service, caller, db, &body, retry).await?),
     })
 }
 

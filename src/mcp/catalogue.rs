@@ -211,6 +211,38 @@ pub fn catalogue() -> Json {
             output: written(),
             effect: Effect::Overwrites,
         },
+        batch_tool(values),
     ];
     json!({"tools": tools.into_iter().map(Tool::listed).collect::<Vec<_>>()})
+}
+
+/// `batch`: `POST /api/{db}/batch`.
+fn batch_tool(values: Json) -> Tool {
+    let entity = json!({"type": "string", "description": "An entity `_id`, or the `ref` of an earlier create"});
+    let operation = json!({
+        "type": "object",
+        "properties": {
+            "op": {"enum": ["create", "add", "delete_property", "delete_entity"]},
+            "ref": {"type": "string", "pattern": "^\\$[A-Za-z0-9_]{1,64}$", "description": "create: a name (`$author`) later operations use for the new entity's `_id`, in `entity` and in `reference` values"},
+            "entity": entity,
+            "property": id_schema("delete_property: the value's `_id`"),
+            "properties": values,
+        },
+        "required": ["op"],
+    });
+    Tool {
+        name: "batch",
+        title: "Several writes, all or nothing",
+        description: "Applies operations in order in one transaction: `{\"op\":\"create\",\"ref\"?:\"$name\",\"properties\":[...]}`, `{\"op\":\"add\",\"entity\":ID|\"$name\",\"properties\":[...]}`, `{\"op\":\"delete_property\",\"property\":VALUE_ID}`, `{\"op\":\"delete_entity\",\"entity\":ID|\"$name\"}`. Each follows the rules of its single tool, judged on the state the earlier operations left. If one fails, nothing is written and the error names its `operation` (from 0). `dry_run: true` checks everything and keeps nothing. Answers `{\"results\":[one per operation],\"refs\":{\"$name\":ID}}`.",
+        input: json!({"type": "object", "properties": {
+            "operations": {"type": "array", "items": operation, "minItems": 1},
+            "dry_run": {"type": "boolean", "description": "Check everything and answer what would be written, keeping nothing"},
+        }, "required": ["operations"]}),
+        output: json!({
+            "type": "object",
+            "properties": {"results": objects(), "refs": {"type": "object"}, "dry_run": {"type": "boolean"}},
+            "required": ["results", "refs"],
+        }),
+        effect: Effect::Overwrites,
+    }
 }

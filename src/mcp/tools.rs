@@ -43,6 +43,8 @@ pub enum ToolCall {
         at: Option<String>,
         retry: Option<IdempotencyKey>,
     },
+    /// `POST /api/{db}/batch` with `{"operations","dry_run"?}` as the body.
+    Batch { body: Json, retry: Option<IdempotencyKey> },
 }
 
 /// Why a call cannot be made.
@@ -100,6 +102,10 @@ impl ToolCall {
                 at: args.text("at")?,
                 retry: args.retry(name)?,
             },
+            "batch" => ToolCall::Batch {
+                body: args.batch_body()?,
+                retry: args.retry(name)?,
+            },
             _ => return Err(CallError::UnknownTool(name.to_owned())),
         })
     }
@@ -142,6 +148,23 @@ impl Arguments<'_> {
             Some(properties @ (Json::Array(_) | Json::Object(_))) => Ok(properties.clone()),
             _ => Err(Self::bad("`properties` is required: an array of value objects".into())),
         }
+    }
+
+    /// The body of a batch: the required `operations` and an optional `dry_run`.
+    fn batch_body(&self) -> Result<Json, CallError> {
+        let mut body = Map::new();
+        match self.0.get("operations") {
+            Some(operations @ Json::Array(_)) => body.insert("operations".into(), operations.clone()),
+            _ => return Err(Self::bad("`operations` is required: an array of operations".into())),
+        };
+        match self.0.get("dry_run") {
+            None | Some(Json::Null) => {}
+            Some(dry_run @ Json::Bool(_)) => {
+                body.insert("dry_run".into(), dry_run.clone());
+            }
+            Some(_) => return Err(Self::bad("`dry_run` must be a boolean".into())),
+        }
+        Ok(Json::Object(body))
     }
 
     /// The optional `idempotency_key` of write tool `tool`, as REST's
@@ -202,8 +225,9 @@ mod tests {
             .iter()
             .map(|tool| tool["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names.len(), 9);
-        let args = json!({"_id": "6571f3a4c2b9e8d7f6a5b4c3", "query": "q=x", "properties": [{"type": "a"}]});
+        assert_eq!(names.len(), 10);
+        let args =
+            json!({"_id": "6571f3a4c2b9e8d7f6a5b4c3", "query": "q=x", "properties": [{"type": "a"}], "operations": []});
         for name in names {
             assert!(ToolCall::parse(name, &args).is_ok(), "{name}");
         }
@@ -292,7 +316,7 @@ mod tests {
             let destructive = hints["destructiveHint"].as_bool().unwrap();
             assert_eq!(
                 destructive,
-                matches!(name, "add_properties" | "delete_property" | "restore_entity"),
+                matches!(name, "add_properties" | "delete_property" | "restore_entity" | "batch"),
                 "{name}"
             );
             let idempotent = hints["idempotentHint"].as_bool().unwrap();

@@ -74,7 +74,7 @@ pub async fn add_values(
 }
 
 /// 403 when a token of the OAuth server writes a credential: an API key or a login.
-fn refuse_oauth_credentials(caller: &Caller, values: &[ValueInput]) -> Result<(), ApiError> {
+pub(super) fn refuse_oauth_credentials(caller: &Caller, values: &[ValueInput]) -> Result<(), ApiError> {
     if values
         .iter()
         .any(|value| value.prop == API_KEY_PROPERTY || value.prop == LOGIN_PROPERTY)

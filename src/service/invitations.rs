@@ -58,6 +58,34 @@ pub async fn charge(
         .map(Some)
 }
 
+/// As [`charge`], for an invitation a batch writes on an entity it creates
+/// from `created` (the create's values): the mail goes to an `email` among
+/// those or the write's own. The new entity has had no invitation, so its
+/// cooldown is its own.
+pub fn charge_new(
+    service: &Service,
+    caller: &Caller,
+    db: &str,
+    created: &[ValueInput],
+    written: &[ValueInput],
+) -> Result<Option<Charged>, ApiError> {
+    let invites = written
+        .iter()
+        .any(|value| value.prop == LOGIN_PROPERTY && matches!(value.value, Value::String(_)));
+    if !invites || caller.person_in(db).is_none() {
+        return Ok(None);
+    }
+    let values: Vec<ValueInput> = created.iter().chain(written).cloned().collect();
+    let Some(to) = recipient(&[], &values).and_then(|email| mail::address(&email).ok()) else {
+        return Ok(None);
+    };
+    let entity = format!("{db}/{}", crate::model::ids::new_id());
+    service
+        .limits
+        .charge_invitation(&entity, to.as_ref(), &caller.ip)
+        .map(Some)
+}
+
 /// Where the invitation of a write goes: the entity's first live `email`
 /// the write leaves in place, else the first one it writes.
 fn recipient(live: &[ValueRow], written: &[ValueInput]) -> Option<String> {

@@ -6,6 +6,8 @@
 //! No actix or JSON-RPC type lives here.
 
 pub mod accounts;
+pub mod batch;
+mod batch_body;
 pub mod bodies;
 pub mod caller;
 pub mod databases;

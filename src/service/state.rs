@@ -33,6 +33,8 @@ pub struct Service {
     pub answers: Option<AnswerCache>,
     /// Most values one write may hold (`limits.max_values_per_write`).
     pub max_values_per_write: usize,
+    /// Most operations one batch may hold (`limits.max_batch_operations`).
+    pub max_batch_operations: usize,
     /// The connections expensive list queries may hold at once.
     pub expensive: ExpensiveQueries,
     /// Databases seen to exist (databases are never removed while serving).

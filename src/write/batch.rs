@@ -8,7 +8,8 @@ use tracing::{Instrument, Span};
 
 use super::cache::{TransactionCache, WriterCache};
 use super::{
-    WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, create, delete, duplicate, idempotency, login, restore,
+    WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, batch_ops, create, delete, duplicate, idempotency,
+    login, restore,
 };
 use crate::auth::api_key::GeneratedKey;
 use crate::db::generation;
@@ -219,5 +220,6 @@ async fn apply_op(
             };
             login::add_user(conn, cache, db, now, actor, placement, &login).await
         }
+        WriteOp::Batch(batch) => batch_ops::apply(conn, cache, db, actor, now, batch, keys).await,
     }
 }

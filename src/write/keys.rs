@@ -4,6 +4,7 @@
 use diesel_async::AsyncPgConnection;
 
 use super::access::{self, Reach};
+use super::batch_request::{Batch, BatchOp, EntityId};
 use super::{WriteOp, WriteRequest};
 use crate::auth::api_key::{self, GeneratedKey};
 use crate::db::Pool;
@@ -12,7 +13,7 @@ use crate::model::API_KEY_PROPERTY;
 use crate::rights::Right;
 
 /// API keys one write may ask for: each costs a deliberately slow hash.
-pub(super) const MAX_KEYS_PER_WRITE: usize = 10;
+pub const MAX_KEYS_PER_WRITE: usize = 10;
 
 /// API keys asked for by the write, generated before it is applied because
 /// hashing is slow: off the async workers, and never in a writer's turn. A
@@ -21,6 +22,7 @@ pub(super) const MAX_KEYS_PER_WRITE: usize = 10;
 /// checks again, under the entity's lock.
 pub async fn prepare_keys(pool: &Pool, request: &WriteRequest) -> Result<Vec<GeneratedKey>, ApiError> {
     let (entity_id, values) = match &request.op {
+        WriteOp::Batch(batch) => return prepare_batch_keys(pool, &request.db, &request.actor, batch).await,
         WriteOp::CreateEntity { values } => (None, values),
         WriteOp::AddValues { entity_id, values } => (Some(entity_id), values),
         _ => return Ok(Vec::new()),
@@ -37,6 +39,45 @@ pub async fn prepare_keys(pool: &Pool, request: &WriteRequest) -> Result<Vec<Gen
             may_add_keys(&mut conn, &request.db, &request.actor, entity_id).await?;
         }
     }
+    generate(wanted).await
+}
+
+/// The API keys a batch asks for, generated before its turn as a single
+/// write's are: each operation adding keys to an existing entity is checked
+/// first, so a refused batch costs no hashing. A new entity is its
+/// creator's: they may add keys to it.
+async fn prepare_batch_keys(pool: &Pool, db: &str, actor: &str, batch: &Batch) -> Result<Vec<GeneratedKey>, ApiError> {
+    let wanted = batch
+        .operations
+        .iter()
+        .flat_map(BatchOp::values)
+        .filter(|v| v.prop == API_KEY_PROPERTY)
+        .count();
+    if wanted == 0 {
+        return Ok(Vec::new());
+    }
+    {
+        let mut conn = pool.get().await?;
+        access::require_person(&mut conn, db, actor).await?;
+        for (index, operation) in batch.operations.iter().enumerate() {
+            if let BatchOp::Add {
+                entity: EntityId::Id(entity_id),
+                values,
+                ..
+            } = operation
+                && values.iter().any(|v| v.prop == API_KEY_PROPERTY)
+            {
+                may_add_keys(&mut conn, db, actor, entity_id)
+                    .await
+                    .map_err(|error| error.in_operation(index))?;
+            }
+        }
+    }
+    generate(wanted).await
+}
+
+/// `wanted` new API keys, hashed off the async workers.
+async fn generate(wanted: usize) -> Result<Vec<GeneratedKey>, ApiError> {
     tokio::task::spawn_blocking(move || (0..wanted).map(|_| api_key::generate()).collect())
         .await
         .map_err(|e| ApiError::internal("key generation failed", e))

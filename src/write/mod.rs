@@ -5,7 +5,8 @@
 //! - `batch.rs`: transactions, group commit and the savepoint retry;
 //!   `cache.rs`: what one transaction learns, and its writer keeps;
 //! - `create.rs`, `add.rs`, `delete.rs`, `aggregate.rs`, `duplicate.rs`: the
-//!   operations;
+//!   operations; `batch_ops.rs`: several of them, all or nothing (asked by
+//!   `batch_request.rs`);
 //! - `validate.rs`: values against rights and definitions; `replaced.rs`:
 //!   what a write replaces, and the last-`_owner` rule; `counters.rs`:
 //!   numbering;
@@ -18,6 +19,8 @@ mod access;
 mod add;
 mod aggregate;
 mod batch;
+mod batch_ops;
+mod batch_request;
 mod cache;
 mod counters;
 mod create;
@@ -44,6 +47,7 @@ use crate::error::ApiError;
 use crate::model::stored::ValueRow;
 use crate::model::value::ValueInput;
 
+pub use batch_request::{Batch, BatchOp, EntityId, RefUse};
 pub use cache::WriterCache;
 pub use duplicate::Duplication;
 pub use idempotency::{IdempotencyKey, is_valid_idempotency_key};
@@ -102,6 +106,8 @@ pub enum WriteOp {
         person_type: String,
         login: crate::auth::login::Login,
     },
+    /// Operations applied in order, all or nothing (`batch_ops.rs`).
+    Batch(Batch),
 }
 
 /// What a write did. Recorded (as JSON) for a write sent with an
@@ -120,6 +126,12 @@ pub enum WriteOutcome {
     },
     /// Copies of an entity, each as a `Written`, in order.
     Copies(Vec<WriteOutcome>),
+    /// A batch's operations' outcomes, in order, and the ids its `$name`s took.
+    Batched {
+        results: Vec<WriteOutcome>,
+        refs: std::collections::BTreeMap<String, String>,
+        dry_run: bool,
+    },
     /// A repeat of a write sent with an idempotency key: what the first
     /// write did (without any API key's plain text), and nothing written now.
     Replayed(Box<WriteOutcome>),

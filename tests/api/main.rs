@@ -9,6 +9,7 @@ mod admin;
 mod app_passkeys;
 mod architecture;
 mod auth;
+mod batch;
 mod change_log;
 mod client_metadata;
 mod compat;

@@ -170,7 +170,8 @@ async fn initialize_lists_the_tools_and_the_schema_resource() {
             "create_entity",
             "add_properties",
             "delete_property",
-            "restore_entity"
+            "restore_entity",
+            "batch"
         ]
     );
     for tool in tools {
@@ -564,6 +565,7 @@ async fn the_official_python_sdk_lists_and_calls_every_tool() {
         ["create_entity", {"properties": [{"type": "_type", "reference": lib.book_type}, {"type": "title", "string": "Emma"}]}],
         ["add_properties", {"_id": lib.book, "properties": more}],
         ["delete_property", {"_id": lib.title_value}],
+        ["batch", {"operations": [{"op": "create", "ref": "$b", "properties": [{"type": "_type", "reference": lib.book_type}]}]}],
         ["get_entity", {"_id": "000000000000000000000000"}],
     ]);
     let output = Command::new(python)
@@ -579,14 +581,14 @@ async fn the_official_python_sdk_lists_and_calls_every_tool() {
     assert_eq!(summary["server"], "eds");
     assert_eq!(summary["protocolVersion"], "2025-11-25");
     assert_eq!(summary["instructions"], true);
-    assert_eq!(summary["tools"].as_array().unwrap().len(), 9, "{summary}");
+    assert_eq!(summary["tools"].as_array().unwrap().len(), 10, "{summary}");
     assert_eq!(summary["resources"], json!(["eds://demo/schema"]));
     assert_eq!(summary["templates"], json!(["eds://demo/entity/{id}"]));
     assert!(summary["schema"]["count"].as_u64().unwrap() >= 5, "{summary}");
 
     let results = summary["calls"].as_array().unwrap();
-    assert_eq!(results.len(), 9);
-    for result in &results[..8] {
+    assert_eq!(results.len(), 10);
+    for result in &results[..9] {
         assert_eq!(result["isError"], false, "{result}");
         assert_eq!(result["structured"], result["answer"], "{result}");
     }
@@ -602,13 +604,14 @@ async fn the_official_python_sdk_lists_and_calls_every_tool() {
     assert_eq!(answer(6)["properties"][0]["string"], "Dune Messiah");
     assert_eq!(answer(7), &json!({"deleted": true}));
     assert!(!now.to_string().contains(&lib.title_value), "{now}");
-    assert_eq!(results[8]["isError"], true);
+    assert_eq!(answer(8)["results"][0]["_id"], answer(8)["refs"]["$b"]);
+    assert_eq!(results[9]["isError"], true);
     assert_eq!(
-        results[8]["structured"],
+        results[9]["structured"],
         Json::Null,
         "an error carries no structuredContent"
     );
-    assert_eq!(answer(8)["status"], 404);
+    assert_eq!(answer(9)["status"], 404);
 }
 
 #[tokio::test]
@@ -695,6 +698,7 @@ async fn every_tool_lists_a_title_behaviour_hints_an_output_schema_and_a_2020_12
             ("add_properties", false, true, false),
             ("delete_property", false, true, true),
             ("restore_entity", false, true, false),
+            ("batch", false, true, false),
         ]
     );
 }

@@ -283,6 +283,10 @@ async fn a_read_scoped_token_is_refused_on_each_mcp_write_tool() {
         ("delete_property", json!({"_id": value})),
         ("delete_property", json!({"_id": NO_ENTITY})),
         ("restore_entity", json!({"_id": book, "at": "2026-01-01T00:00:00Z"})),
+        (
+            "batch",
+            json!({"operations": [{"op": "add", "entity": book, "properties": name}]}),
+        ),
     ];
     let message = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let (_, listed) = app

@@ -31,6 +31,7 @@ pub fn json_error_body<B>(response: ServiceResponse<B>) -> actix_web::Result<Err
         status: status.as_u16(),
         error: code.as_str(),
         message,
+        operation: None,
     });
     Ok(ErrorHandlerResponse::Response(
         ServiceResponse::new(request, body).map_into_right_body(),

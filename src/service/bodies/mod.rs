@@ -2,6 +2,7 @@
 //! `Serialize + ToSchema`: REST answers them and the OpenAPI document
 //! describes them from the same types.
 
+pub mod batch;
 pub mod duplicate_activity;
 pub mod entities;
 pub mod values;
