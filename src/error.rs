@@ -135,6 +135,7 @@ error_codes! {
         QueryTimeout = "query_timeout",
         /// The database's writer queue is full.
         WritesBusy = "writes_busy",
+        StreamsBusy = "streams_busy",
         /// Every thumbnail slot stayed taken for `actors.thumbnail_wait_ms`.
         ThumbnailsBusy = "thumbnails_busy",
         /// The SMTP server did not take a mail.
@@ -165,6 +166,7 @@ impl ErrorCode {
             ErrorCode::QueryTimeout => Some("the query took longer than `database.statement_timeout_ms`"),
             ErrorCode::WritesBusy => Some("too many writes are waiting for this database"),
             ErrorCode::ThumbnailsBusy => Some("too many thumbnails are rendering"),
+            ErrorCode::StreamsBusy => Some("this process serves `changes.max_streams` change streams already"),
             ErrorCode::MailUnavailable => Some("the mail server did not take the mail"),
             ErrorCode::ProviderUnavailable => Some("the sign-in provider is not configured on this server"),
             ErrorCode::DatabaseUnavailable => Some("PostgreSQL cannot be reached or dropped the connection"),

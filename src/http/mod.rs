@@ -3,6 +3,7 @@
 pub mod app_passkey;
 pub mod auth;
 pub mod caller;
+pub mod changes;
 pub mod duplicate_activity;
 pub mod entity;
 pub mod files;

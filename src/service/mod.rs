@@ -8,6 +8,7 @@
 pub mod accounts;
 pub mod bodies;
 pub mod caller;
+pub mod changes;
 pub mod databases;
 pub mod duplicate_activity;
 pub mod entities;

@@ -43,6 +43,8 @@ pub struct Service {
     pub new_databases_per_day: u32,
     /// The rate limits; the operations that send mail charge them too.
     pub limits: Arc<RateLimits>,
+    /// The change feed's readers and stream limits.
+    pub changes: Arc<super::changes::ChangeHub>,
 }
 
 impl Service {
