@@ -114,15 +114,19 @@ pub(super) async fn select(
         };
         matched.insert(key, found.into_iter().map(|row| (row.id.clone(), row)).collect());
     }
+    // a change's event for a match is the same for every stream of a
+    // (caller, query): written once, shared
+    let mut written: HashMap<(Option<String>, String), HashMap<i64, Bytes>> = HashMap::new();
     Ok(subscribers
         .iter_mut()
         .map(|subscriber| {
             let key = (subscriber.person.clone(), subscriber.query_text.clone());
             let matching = &matched[&key];
+            let shared = written.entry(key).or_default();
             let mut events = Vec::new();
             let cursor = subscriber.cursor;
             for row in rows.iter().filter(|row| row.id > cursor) {
-                if let Some(event) = event_for(subscriber, row, matching, &deleted) {
+                if let Some(event) = event_for(subscriber, row, matching, &deleted, shared) {
                     events.push(event);
                 }
             }
@@ -137,6 +141,7 @@ fn event_for(
     row: &ChangeRow,
     matching: &HashMap<String, EntityRow>,
     deleted: &HashMap<String, EntityRow>,
+    shared: &mut HashMap<i64, Bytes>,
 ) -> Option<Bytes> {
     let person = subscriber.person.as_deref();
     if row.action == "delete" {
@@ -153,8 +158,11 @@ fn event_for(
         Some(entity) => {
             let level = entity.visibility().view_level(person)?;
             subscriber.remember(&row.entity_id);
-            let names = readable(entity, level, row, &subscriber.query);
-            Some(change_event(row, &row.action, names))
+            let event = shared.entry(row.id).or_insert_with(|| {
+                let names = readable(entity, level, row, &subscriber.query);
+                change_event(row, &row.action, names)
+            });
+            Some(event.clone())
         }
         None if subscriber.reported.remove(&row.entity_id) => Some(change_event(row, "leave", Vec::new())),
         None => None,
