@@ -141,15 +141,19 @@ async fn refused_at(url: &str, address: &str) -> (u16, Json) {
     (status, response.json().await.unwrap_or_default())
 }
 
-#[tokio::test]
-async fn a_stream_ends_when_its_token_expires() {
-    let app = TestApp::start().await;
-    let owner = app.owner_token().await;
-    let payload = owner.split('.').nth(1).unwrap();
+/// The claims of token `token`, as signed.
+fn claims_of(token: &str) -> eds::auth::jwt::Claims {
+    let payload = token.split('.').nth(1).unwrap();
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(payload)
         .unwrap();
-    let mut claims: eds::auth::jwt::Claims = serde_json::from_slice(&bytes).unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+#[tokio::test]
+async fn a_stream_ends_when_its_token_expires() {
+    let app = TestApp::start().await;
+    let mut claims = claims_of(&app.owner_token().await);
     claims.exp = chrono::Utc::now().timestamp() + 2;
     let short = app.state.jwt.sign(&claims).unwrap();
     let mut stream = must_open(&feed(&app, ""), Some(&short), &[]).await;
@@ -157,6 +161,35 @@ async fn a_stream_ends_when_its_token_expires() {
         stream.ends_within(Duration::from_secs(6)).await,
         "the stream outlived its token"
     );
+}
+
+#[tokio::test]
+async fn a_read_scoped_oauth_token_may_read_the_feed() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let mut claims = claims_of(&owner);
+    claims.scope = Some("read".to_owned());
+    claims.oauth_client = Some("0".repeat(64));
+    claims.ip = None;
+    let read_only = app.state.jwt.sign(&claims).unwrap();
+    let (status, _) = app.get("/api/demo/entity?limit=1", &read_only).await;
+    assert_eq!(status, 200, "the token is accepted");
+    let books = book_type(&app, &owner).await;
+    let (status, body) = app
+        .post(
+            "/api/demo/entity",
+            &read_only,
+            json!([{"type": "_type", "reference": books}]),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (403, Some("insufficient_scope")),
+        "and reads only"
+    );
+    let mut stream = must_open(&feed(&app, ""), Some(&read_only), &[]).await;
+    let id = book(&app, &owner, &books, json!([{"type": "name", "string": "read"}])).await;
+    assert_eq!(stream.expect().await.data["_id"], id.as_str());
 }
 
 #[tokio::test]
