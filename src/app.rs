@@ -26,6 +26,7 @@ use crate::mail::Mailer;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::service::Service;
+use crate::service::changes::{self, ChangeHub};
 use crate::service::rate_limits::RateLimits;
 use crate::sign_in::SignIn;
 use crate::sign_in::client_metadata::ClientDocuments;
@@ -130,6 +131,11 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         allowed_next_origins: settings.auth.next_origins()?,
     };
     let mcp_origins = settings.mcp.origins(&settings.http)?;
+    let changes = ChangeHub::new(
+        pool.clone(),
+        settings.changes.max_streams,
+        settings.changes.max_streams_per_caller,
+    );
     let service = Service {
         pool,
         jwt,
@@ -151,6 +157,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         new_databases_per_day: settings.limits.new_databases_per_day,
         limits: Arc::new(RateLimits::from_settings(&settings.limits)),
         webhooks: crate::service::webhook_rules::WebhookRules::new(settings.webhooks.clone()),
+        changes,
     };
     Ok(web::Data::new(AppState {
         service: Arc::new(service),
@@ -237,8 +244,34 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
         Duration::from_millis(settings.actors.formula_poll_ms.max(10)),
     ));
     actix_web::rt::spawn(crate::webhooks::run(flushed.pool.clone(), settings.webhooks.clone()));
+    let listen_url = match settings.database.direct_url.as_str() {
+        "" => settings.database.url.clone(),
+        direct => direct.to_owned(),
+    };
+    actix_web::rt::spawn(changes::listen(flushed.changes.clone(), listen_url));
+    actix_web::rt::spawn(close_streams_on_signal(flushed.changes.clone()));
+    actix_web::rt::spawn(jobs::change_log::sweep_every(
+        flushed.pool.clone(),
+        settings.changes.retention_hours,
+    ));
     actix_web::rt::spawn(flush_request_counts(flushed));
     Ok(server.run())
+}
+
+/// Ends every change stream when the server is told to stop (SIGTERM or
+/// SIGINT, as the server itself is), so its graceful stop need not wait for
+/// them; their clients resume on another process.
+async fn close_streams_on_signal(hub: Arc<ChangeHub>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut terminate), Ok(mut interrupt)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    else {
+        return;
+    };
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = interrupt.recv() => {}
+    }
+    hub.close_all();
 }
 
 /// Writes the request counts to PostgreSQL every few seconds.
@@ -253,7 +286,11 @@ async fn flush_request_counts(state: web::Data<AppState>) {
 }
 
 /// Runs `eds serve` until the server is stopped.
-pub async fn serve(settings: Settings, url: String) -> Result<(), String> {
+pub async fn serve(mut settings: Settings, url: String) -> Result<(), String> {
+    // the private cluster's URL, for the change feed's wake-up connection
+    if settings.database.url.is_empty() {
+        settings.database.url = url.clone();
+    }
     if settings.database.migrate_on_start {
         let migrate_url = url.clone();
         tokio::task::spawn_blocking(move || db::migrate(&migrate_url))

@@ -21,6 +21,7 @@ pub struct Settings {
     pub mcp: McpSettings,
     pub oauth: OAuthSettings,
     pub webhooks: WebhookSettings,
+    pub changes: ChangeSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -55,6 +56,16 @@ pub struct DatabaseSettings {
     pub pool_size: usize,
     pub expensive_queries: usize,
     pub answer_cache_bytes: u64,
+    /// A direct (not pooled) URL for `LISTEN`; empty: `url`.
+    pub direct_url: String,
+}
+
+/// The change feed (`GET /api/{db}/changes`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChangeSettings {
+    pub retention_hours: u64,
+    pub max_streams: usize,
+    pub max_streams_per_caller: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -291,3 +291,34 @@ async fn the_consent_page_allows_in_a_real_browser_and_its_redirect_to_the_clien
     let at = browser.eval("location.href").await;
     assert!(at.as_str().unwrap().contains("state=st4te"), "{at}");
 }
+
+#[tokio::test]
+async fn a_page_with_event_source_and_a_stream_ticket_sees_a_change_made_through_the_api() {
+    let (app, _sink, base) = app_at_localhost().await;
+    let owner = app.owner_token().await;
+    let books = app.create_type(&owner, "book").await;
+    // the browser connects from 127.0.0.1 too, the address the ticket is bound to
+    let (status, answer) = app.call("POST", "/api/demo/changes/ticket", Some(&owner), None).await;
+    assert_eq!(status, 200, "{answer}");
+    let ticket = answer["ticket"].as_str().unwrap();
+    let mut browser = Browser::launch().await;
+    browser.navigate(&format!("{base}/")).await;
+    browser
+        .eval(&format!(
+            "window.seen = []; window.feed = new EventSource('/api/demo/changes?ticket=' + {}); \
+             feed.addEventListener('change', event => seen.push(JSON.parse(event.data))); true",
+            json!(ticket)
+        ))
+        .await;
+    browser.wait_for("feed.readyState === EventSource.OPEN").await;
+
+    let id = app
+        .create(&owner, &books, json!([{"type": "name", "string": "seen by a browser"}]))
+        .await;
+    browser
+        .wait_for(&format!(
+            "seen.some(change => change._id === {} && change.action === 'create')",
+            json!(id)
+        ))
+        .await;
+}

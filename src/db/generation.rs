@@ -49,6 +49,20 @@ pub async fn begin_writes(conn: &mut AsyncPgConnection, name: &str) -> QueryResu
     Ok(found.generation)
 }
 
+/// Takes database `name`'s write lock for the caller's transaction, as
+/// [`begin_writes`] does, for work that changes its entities' projections
+/// outside the writer (the formula worker): its change log ids then follow
+/// commit order too.
+pub async fn take_write_lock(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<()> {
+    Prepared::kept(
+        diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind::<Text, _>(format!("writes/{name}")),
+    )
+    .execute(conn)
+    .await
+    .map(drop)
+}
+
 /// Bumps database `name`'s generation for a writer's transaction begun with
 /// [`begin_writes`], as its last statement: the row lock on `databases` is
 /// then the last lock it takes, as with the trigger, so writers holding

@@ -2,6 +2,7 @@
 //! the queries behind entities and values.
 
 pub mod activity;
+pub mod changes;
 pub mod consents;
 pub mod databases;
 pub mod export;

@@ -4,6 +4,7 @@ pub mod app_passkey;
 pub mod auth;
 pub mod batch;
 pub mod caller;
+pub mod changes;
 pub mod duplicate_activity;
 pub mod entity;
 pub mod files;

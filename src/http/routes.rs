@@ -8,7 +8,7 @@ use actix_web::{FromRequest, Handler, Responder, Route, web};
 use utoipa::OpenApi;
 
 use super::{
-    app_passkey, auth, batch, duplicate_activity, entity, files, health, list, mcp, metrics, new_db, oauth,
+    app_passkey, auth, batch, changes, duplicate_activity, entity, files, health, list, mcp, metrics, new_db, oauth,
     oauth_client, openapi, passkey, property, restore, sign_in, usage, webhooks,
 };
 use crate::service::databases;
@@ -95,6 +95,8 @@ endpoint_table! {
     GET "/.well-known/oauth-protected-resource/api/{db}/mcp" => mcp::protected_resource,
     GET "/api/{db}/passkey" => app_passkey::register_options,
     POST "/api/{db}/passkey" => app_passkey::register,
+    GET "/api/{db}/changes" => changes::stream,
+    POST "/api/{db}/changes/ticket" => changes::ticket,
     GET "/api/{db}/entity" => list::list,
     POST "/api/{db}/batch" => batch::batch,
     POST "/api/{db}/entity" => entity::create,

@@ -8,7 +8,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection};
 
 use crate::db::formula_queue::{self, Retry};
 use crate::db::projection::{self, TypeCache};
-use crate::db::values;
+use crate::db::{generation, values};
 
 /// Takes the oldest due, unparked entity no one else is computing,
 /// re-projects it and queues what depends on it; answers false when there was
@@ -28,9 +28,14 @@ pub async fn compute_next(conn: &mut AsyncPgConnection, retry: Retry) -> QueryRe
                     async move {
                         formula_queue::remove(conn, &claimed.ids).await?;
                         let (db, entity_id) = (claimed.db.as_str(), claimed.entity_id.as_str());
-                        // The only lock held while waiting for the entity's: a
-                        // write never waits for a queue entry, so this cannot
-                        // deadlock with writers.
+                        // The queue entries are the only locks held while
+                        // waiting for the database's write lock, then the
+                        // entity's, which writers take in that order: a write
+                        // never waits for a queue entry, so this cannot
+                        // deadlock with writers. Under the write lock the
+                        // change a recomputation logs takes its id in commit
+                        // order.
+                        generation::take_write_lock(conn, db).await?;
                         if values::live_entity(conn, db, entity_id, true).await?.is_some() {
                             let types = &mut TypeCache::default();
                             projection::project_after(conn, types, db, entity_id, claimed.pass).await?;

@@ -5,6 +5,7 @@
 //! transaction; the server's worker (`formula::worker`) runs [`next`] in its
 //! loop, and `eds import` drains the formula queue at its end.
 
+pub mod change_log;
 pub mod formulas;
 pub mod reprojection;
 

@@ -10,6 +10,7 @@ pub mod batch;
 mod batch_body;
 pub mod bodies;
 pub mod caller;
+pub mod changes;
 pub mod databases;
 pub mod duplicate_activity;
 pub mod entities;

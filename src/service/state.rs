@@ -47,6 +47,8 @@ pub struct Service {
     pub limits: Arc<RateLimits>,
     /// The webhook settings, and the type names their write checks learned.
     pub webhooks: crate::service::webhook_rules::WebhookRules,
+    /// The change feed's readers and stream limits.
+    pub changes: Arc<super::changes::ChangeHub>,
 }
 
 impl Service {

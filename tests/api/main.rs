@@ -11,6 +11,7 @@ mod architecture;
 mod auth;
 mod batch;
 mod change_log;
+mod changes;
 mod client_metadata;
 mod compat;
 mod consent;

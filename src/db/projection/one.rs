@@ -8,8 +8,8 @@ use diesel_async::AsyncPgConnection;
 use super::TypeCache;
 use super::rebuild::rebuild;
 use super::store::{self, Stored};
-use crate::db::formulas;
 use crate::db::values::{self, EntityRow};
+use crate::db::{changes, formulas};
 use crate::model::PROPERTY_TYPE;
 use crate::model::definition::PropertyDefinition;
 use crate::model::projection::Projection;
@@ -68,6 +68,9 @@ pub(super) async fn project_one(
     let mut types_to_reproject = Vec::new();
     let mut types_narrowed = false;
     let doc_changed = previous.as_ref().is_none_or(|row| row.doc != projection.doc);
+    if let (Some(row), Some(type_id), true) = (&previous, &projection.type_id, doc_changed) {
+        log_formula_changes(conn, types, db, type_id, row, &projection).await?;
+    }
     let is_definition = is_a_definition(conn, types, db, projection.type_id.as_deref()).await?;
     let was_definition = match previous.as_ref().map(|row| row.type_id.as_deref()) {
         Some(before) if before != projection.type_id.as_deref() => is_a_definition(conn, types, db, before).await?,
@@ -117,6 +120,34 @@ pub(super) async fn project_one(
         types_to_reproject,
         types_narrowed,
     })
+}
+
+/// Logs the formula values a re-projection changed as an `update` of the
+/// entity (the values a write stores log themselves); a re-projection that
+/// changes no value logs nothing.
+async fn log_formula_changes(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    type_id: &str,
+    before: &EntityRow,
+    after: &Projection,
+) -> QueryResult<()> {
+    let mut changed: Vec<String> = types
+        .get(conn, db, type_id)
+        .await?
+        .definitions
+        .iter()
+        .filter(|(_, definition)| definition.formula.is_some())
+        .map(|(prop, _)| prop)
+        .filter(|prop| before.doc.get(prop.as_str()) != after.doc.get(prop.as_str()))
+        .cloned()
+        .collect();
+    if changed.is_empty() {
+        return Ok(());
+    }
+    changed.sort();
+    changes::record_update(conn, db, &before.id, &changed).await
 }
 
 /// Whether an entity of type `type_id` is a property definition.

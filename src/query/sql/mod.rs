@@ -6,6 +6,7 @@
 //! value rows alone (`matches`: they carry what decides the caller's view,
 //! `visibility`), and counts of whole types from the tallies (`tallies`).
 
+mod among;
 mod chunks;
 mod conditions;
 mod facts;
@@ -24,6 +25,7 @@ use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
+pub use among::matching;
 pub use chunks::{CHUNK, Chunks, is_streamed};
 use facts::PropertyFacts;
 use filters::where_clause;

@@ -1,0 +1,235 @@
+//! The process's change hub: one log reader per database with open
+//! streams, which fetches each batch of new changes once and hands every
+//! subscriber its events; the stream limits; the closing signal.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use dashmap::DashMap;
+use tokio::sync::{Notify, mpsc, watch};
+
+use super::select::{Subscriber, select};
+use crate::db::{Pool, changes};
+use crate::error::{ApiError, ErrorCode};
+
+/// How often a reader looks at the log when nothing woke it: changes made
+/// through another process arrive within this even without `NOTIFY`.
+const POLL: Duration = Duration::from_secs(1);
+/// Changes read from the log at once.
+const BATCH: i64 = 500;
+/// Events a stream may have waiting for its client; past it the stream is
+/// dropped (its client resumes by id).
+pub(super) const STREAM_BUFFER: usize = 256;
+
+/// The change hub of a process (see the module).
+pub struct ChangeHub {
+    pool: Pool,
+    readers: Mutex<HashMap<String, Arc<Reader>>>,
+    max_streams: usize,
+    max_per_caller: usize,
+    open: AtomicUsize,
+    per_caller: DashMap<String, usize>,
+    closing: watch::Sender<bool>,
+}
+
+/// The reader of one database's log and its subscribers.
+struct Reader {
+    wake: Notify,
+    state: tokio::sync::Mutex<ReaderState>,
+}
+
+#[derive(Default)]
+struct ReaderState {
+    subscribers: Vec<Subscriber>,
+    /// Set as the reader ends (no subscriber left): a new one starts another.
+    ended: bool,
+}
+
+/// A place among the open streams, given back when dropped.
+pub struct StreamSlot {
+    hub: Arc<ChangeHub>,
+    caller: String,
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.hub.open.fetch_sub(1, Ordering::SeqCst);
+        self.hub.per_caller.remove_if_mut(&self.caller, |_, count| {
+            *count -= 1;
+            *count == 0
+        });
+    }
+}
+
+impl ChangeHub {
+    pub fn new(pool: Pool, max_streams: usize, max_per_caller: usize) -> Arc<ChangeHub> {
+        Arc::new(ChangeHub {
+            pool,
+            readers: Mutex::default(),
+            max_streams,
+            max_per_caller,
+            open: AtomicUsize::new(0),
+            per_caller: DashMap::new(),
+            closing: watch::channel(false).0,
+        })
+    }
+
+    /// A place for one more stream of `caller` (a login, or an address):
+    /// 503 `streams_busy` when the process serves `changes.max_streams`,
+    /// 429 when the caller holds `changes.max_streams_per_caller`.
+    pub fn admit(self: &Arc<Self>, caller: String) -> Result<StreamSlot, ApiError> {
+        if self.open.fetch_add(1, Ordering::SeqCst) >= self.max_streams {
+            self.open.fetch_sub(1, Ordering::SeqCst);
+            return Err(ApiError::new(
+                ErrorCode::StreamsBusy,
+                "This server holds as many change streams as it may; retry later",
+            ));
+        }
+        let mut held = self.per_caller.entry(caller.clone()).or_default();
+        if *held >= self.max_per_caller {
+            drop(held);
+            self.open.fetch_sub(1, Ordering::SeqCst);
+            return Err(ApiError {
+                retry_after: Some(5),
+                ..ApiError::new(ErrorCode::RateLimited, "Too many open change streams for this caller")
+            });
+        }
+        *held += 1;
+        drop(held);
+        Ok(StreamSlot {
+            hub: self.clone(),
+            caller,
+        })
+    }
+
+    /// Streams open in this process.
+    pub fn open_streams(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
+    }
+
+    /// Tells every stream to end (the server is stopping).
+    pub fn close_all(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// Changes to when the server stops.
+    pub fn closing(&self) -> watch::Receiver<bool> {
+        self.closing.subscribe()
+    }
+
+    /// Wakes database `db`'s reader, if it has one: a change was committed.
+    pub fn wake(&self, db: &str) {
+        let readers = self.readers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(reader) = readers.get(db) {
+            reader.wake.notify_one();
+        }
+    }
+
+    /// Wakes every reader (the wake-up connection came back: notifications
+    /// may have been missed meanwhile).
+    pub fn wake_all(&self) {
+        let readers = self.readers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for reader in readers.values() {
+            reader.wake.notify_one();
+        }
+    }
+
+    /// Adds `subscriber` to database `db`'s reader, starting one if needed.
+    pub(super) async fn subscribe(self: &Arc<Self>, db: &str, subscriber: Subscriber) {
+        let mut subscriber = Some(subscriber);
+        loop {
+            let reader = {
+                let mut readers = self.readers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                readers
+                    .entry(db.to_owned())
+                    .or_insert_with(|| {
+                        let reader = Arc::new(Reader {
+                            wake: Notify::new(),
+                            state: Default::default(),
+                        });
+                        tokio::spawn(self.clone().read(db.to_owned(), reader.clone()));
+                        reader
+                    })
+                    .clone()
+            };
+            let mut state = reader.state.lock().await;
+            if state.ended {
+                // that reader is going away: take the next one
+                drop(state);
+                self.forget(db, &reader);
+                continue;
+            }
+            state.subscribers.extend(subscriber.take());
+            reader.wake.notify_one();
+            return;
+        }
+    }
+
+    fn forget(&self, db: &str, reader: &Arc<Reader>) {
+        let mut readers = self.readers.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if readers.get(db).is_some_and(|kept| Arc::ptr_eq(kept, reader)) {
+            readers.remove(db);
+        }
+    }
+
+    /// Database `db`'s log reader: woken by a notification or every
+    /// [`POLL`], it reads the changes after its furthest-behind subscriber
+    /// and hands each subscriber the events of those after its own cursor.
+    /// It holds a pool connection only while reading and selecting a batch;
+    /// it ends when no subscriber is left.
+    async fn read(self: Arc<Self>, db: String, reader: Arc<Reader>) {
+        loop {
+            tokio::select! {
+                () = reader.wake.notified() => {}
+                () = tokio::time::sleep(POLL) => {}
+            }
+            loop {
+                let mut state = reader.state.lock().await;
+                state.subscribers.retain(|subscriber| !subscriber.events.is_closed());
+                if state.subscribers.is_empty() {
+                    state.ended = true;
+                    drop(state);
+                    self.forget(&db, &reader);
+                    return;
+                }
+                match self.step(&db, &mut state.subscribers).await {
+                    Ok(true) => continue,
+                    Ok(false) => break,
+                    Err(error) => {
+                        tracing::warn!(db, %error, "reading the change log failed; retrying");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One batch: answers whether the log may hold more.
+    async fn step(&self, db: &str, subscribers: &mut Vec<Subscriber>) -> Result<bool, ApiError> {
+        let from = subscribers.iter().map(|s| s.cursor).min().unwrap_or_default();
+        let mut conn = self.pool.get().await?;
+        let rows = changes::after(&mut conn, db, from, BATCH).await?;
+        let Some(last) = rows.last().map(|row| row.id) else {
+            return Ok(false);
+        };
+        let events = select(&mut conn, db, &rows, subscribers).await?;
+        drop(conn);
+        let mut index = 0;
+        subscribers.retain_mut(|subscriber| {
+            let mine = &events[index];
+            index += 1;
+            subscriber.cursor = subscriber.cursor.max(last);
+            deliver(&subscriber.events, mine)
+        });
+        Ok(rows.len() as i64 == BATCH)
+    }
+}
+
+/// Queues `events` on a stream; false when it cannot take them all (its
+/// client is too slow, or gone): the stream is then dropped.
+fn deliver(stream: &mpsc::Sender<Bytes>, events: &[Bytes]) -> bool {
+    events.iter().all(|event| stream.try_send(event.clone()).is_ok())
+}
