@@ -11,7 +11,7 @@ use crate::service::batch_body::{self, BatchLimits};
 use crate::service::bodies::batch::Batched;
 use crate::service::bodies::writes::{Deleted, Written};
 use crate::service::rate_limits::Charged;
-use crate::service::{Caller, IdempotencyKey, Service, entities, invitations, uploads};
+use crate::service::{Caller, IdempotencyKey, Service, entities, invitations, uploads, webhooks};
 use crate::write::{Batch, BatchOp, EntityId, WriteOp, WriteOutcome};
 
 /// Applies the batch `body` asks for (`{"operations":[...],"dry_run"?}`).
@@ -33,6 +33,21 @@ pub async fn batch(
     let batch = batch_body::parse(body, &limits)?;
     for (index, operation) in batch.operations.iter().enumerate() {
         entities::refuse_oauth_credentials(caller, operation.values()).map_err(|error| error.in_operation(index))?;
+        // the webhook rules, on new entities and on those named by id (one
+        // named `$name` was checked at its create)
+        let written = match operation {
+            BatchOp::Create { .. } => Some(None),
+            BatchOp::Add {
+                entity: EntityId::Id(id),
+                ..
+            } => Some(Some(id.as_str())),
+            _ => None,
+        };
+        if let Some(entity) = written {
+            webhooks::check_write(service, caller, db, entity, operation.values())
+                .await
+                .map_err(|error| error.in_operation(index))?;
+        }
     }
     let dry_run = batch.dry_run;
     let retry = retry.filter(|_| !dry_run);

@@ -35,7 +35,7 @@ pub async fn create(
 ) -> Result<Written, ApiError> {
     validate::check_size(&values, service.max_values_per_write)?;
     refuse_oauth_credentials(caller, &values)?;
-    webhooks::check_write(service, db, None, &values).await?;
+    webhooks::check_write(service, caller, db, None, &values).await?;
     let outcome = service
         .write_as(caller, db, WriteOp::CreateEntity { values }, retry)
         .await?;
@@ -57,7 +57,7 @@ pub async fn add_values(
     caller.require_write()?;
     validate::check_size(&values, service.max_values_per_write)?;
     refuse_oauth_credentials(caller, &values)?;
-    webhooks::check_write(service, db, Some(&entity_id), &values).await?;
+    webhooks::check_write(service, caller, db, Some(&entity_id), &values).await?;
     let charged = invitations::charge(service, caller, db, &entity_id, &values, retry.as_ref()).await?;
     let op = WriteOp::AddValues { entity_id, values };
     let outcome = match service.write_as(caller, db, op, retry).await {

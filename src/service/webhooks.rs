@@ -23,15 +23,18 @@ const MAX_PAGE: i64 = 1000;
 
 /// Checks a write of `values` to database `db` against the webhook rules:
 /// on a new entity (`entity_id` `None`) of the webhook type the count
-/// limit, and the `url` and `events` of a webhook, new or not. Other
+/// limit, the `url` and `events` of a webhook, new or not, and that no
+/// token of the OAuth server writes its `secret`. Other
 /// writes cost a lookup only when they name one of those properties.
 pub async fn check_write(
     service: &Service,
+    caller: &Caller,
     db: &str,
     entity_id: Option<&str>,
     values: &[ValueInput],
 ) -> Result<(), ApiError> {
-    let names_settings = values.iter().any(|v| v.prop == "url" || v.prop == "events");
+    let writes_secret = values.iter().any(|v| v.prop == "secret");
+    let names_settings = writes_secret || values.iter().any(|v| v.prop == "url" || v.prop == "events");
     let type_id = values.iter().find_map(|v| match (&v.prop[..], &v.value) {
         ("_type", Value::Reference(id)) => Some(id.clone()),
         _ => None,
@@ -48,6 +51,10 @@ pub async fn check_write(
     .is_some_and(|name| name == WEBHOOK_TYPE);
     if !is_webhook {
         return Ok(());
+    }
+    // the secret is a credential, as an API key is
+    if writes_secret {
+        caller.refuse_oauth_credentials()?;
     }
     if entity_id.is_none() && webhooks::count(&mut conn, db).await? >= service.webhooks.settings.max_per_database as i64
     {

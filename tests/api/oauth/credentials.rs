@@ -141,3 +141,47 @@ async fn mcp_tool(app: &TestApp, token: &str, name: &str, arguments: Json) -> (J
     let text: Json = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
     (text, result["isError"].as_bool().expect("isError"))
 }
+
+#[tokio::test]
+async fn an_oauth_token_cannot_write_a_webhook_secret_and_a_sign_in_token_can() {
+    let (app, sink, _bob) = app_with_bob().await;
+    let owner = app.owner_token().await;
+    let oauth = oauth_token_for_bob(&app, &sink, 2).await;
+    let signed_in = access_token(&app, &sink, "bob@example.com", "?db=demo", 3).await;
+    let webhook_type = app.find(&owner, "entity", "webhook").await;
+    let webhook = |secret: bool| {
+        let mut values = vec![
+            json!({"type": "_type", "reference": webhook_type}),
+            json!({"type": "url", "string": "https://hooks.example.com/eds"}),
+            json!({"type": "events", "string": "create"}),
+        ];
+        if secret {
+            values.push(json!({"type": "secret", "string": "new"}));
+        }
+        Json::Array(values)
+    };
+
+    let (status, body) = app.post("/api/demo/entity", &oauth, webhook(true)).await;
+    assert_refused(status, &body);
+    let batch = json!({"operations": [{"op": "create", "properties": webhook(true)}]});
+    let (status, body) = app.post("/api/demo/batch", &oauth, batch).await;
+    assert_refused(status, &body);
+    assert_eq!(body["operation"], 0, "{body}");
+    let (status, hooks) = app.get("/api/demo/entity?_type.string=webhook", &owner).await;
+    assert_eq!((status, hooks["count"].as_u64()), (200, Some(0)), "{hooks}");
+
+    // the OAuth token may create a webhook without a secret; its owner's
+    // own sign-in then adds one
+    let (status, body) = app.post("/api/demo/entity", &oauth, webhook(false)).await;
+    assert_eq!(status, 201, "{body}");
+    let hook = body["_id"].as_str().unwrap().to_owned();
+    let secret = json!([{"type": "secret", "string": "new"}]);
+    let (status, body) = app
+        .post(&format!("/api/demo/entity/{hook}"), &oauth, secret.clone())
+        .await;
+    assert_refused(status, &body);
+    let (status, body) = app.post(&format!("/api/demo/entity/{hook}"), &signed_in, secret).await;
+    assert_eq!(status, 200, "{body}");
+    let generated = body["properties"][0]["string"].as_str().unwrap();
+    assert!(generated.starts_with("whsec_"), "{body}");
+}
