@@ -4,6 +4,8 @@
 
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::views::responses::{InvalidToken, ReadUnavailable};
 use super::{AppState, Caller};
@@ -22,6 +24,18 @@ while the change log keeps the changes after it (`changes.retention_hours`); oth
 token expires or is revoked, and when the server stops: resume by id. A browser's `EventSource` sends no \
 header: take a ticket (`POST /api/{db}/changes/ticket`) and pass it as `ticket`.";
 
+/// One event of the stream as a client's parser reads it: `id` and `event`
+/// lines, and `data` (for `change`, a JSON object as the description says).
+#[derive(Serialize, ToSchema)]
+pub struct StreamEvent {
+    /// The change's id, to resume after.
+    pub id: String,
+    /// `change` or `reset`.
+    pub event: String,
+    /// `{"_id","action","at","by","properties"}`, or `{"since"}` for a reset.
+    pub data: String,
+}
+
 /// `GET /api/{db}/changes`: the change stream.
 #[utoipa::path(
     get, path = "/api/{db}/changes", operation_id = "changes", tag = "entities", summary = "Stream committed changes (server-sent events)",
@@ -37,7 +51,7 @@ header: take a ticket (`POST /api/{db}/changes/ticket`) and pass it as `ticket`.
         ("Last-Event-ID" = Option<String>, Header, description = "Resume after this change id"),
     ),
     responses(
-        (status = 200, description = "The stream", content_type = "text/event-stream", body = String,
+        (status = 200, description = "The stream", content_type = "text/event-stream", body = StreamEvent,
             example = "id: 1043\nevent: change\ndata: {\"_id\":\"6571c0de9f1b2a3c4d5e6f70\",\"action\":\"update\",\"at\":\"2026-11-27T10:00:00.000Z\",\"by\":\"6571c0de9f1b2a3c4d5e6f01\",\"properties\":[\"title\"]}\n\n"),
         (status = 400, description = "`sort`, `limit`, `skip` or `group`, an id that is not a number, or a bad filter", body = ErrorBody),
         (status = 401, response = inline(InvalidToken)),
