@@ -14,7 +14,7 @@ use tracing::Span;
 
 use super::home::ActorHome;
 use crate::auth::api_key::GeneratedKey;
-use crate::db::Pool;
+use crate::db::{Pool, queued_work};
 use crate::error::{ApiError, ErrorCode};
 use crate::metrics;
 use crate::write::{self, WriteOp, WriteOutcome, WriteRequest, WriterCache};
@@ -113,9 +113,11 @@ impl DbWriter {
         let mut known = std::mem::take(&mut self.known);
         ctx.spawn(
             async move {
+                let queued_before = queued_work::count();
                 let outcomes = write::apply_batch(&pool, requests, &mut known).await;
-                // the writes may have queued formulas to compute
-                formulas_due.notify_one();
+                if queued_work::count() != queued_before {
+                    formulas_due.notify_one();
+                }
                 for (reply, outcome) in replies.into_iter().zip(outcomes) {
                     // a caller that went away no longer needs its answer
                     let _ = reply.send(outcome);

@@ -53,6 +53,7 @@ pub async fn enqueue(conn: &mut AsyncPgConnection, db: &str, entities: &[String]
         );
         return Ok(());
     }
+    super::queued_work::note();
     diesel::sql_query("INSERT INTO formula_queue (db, entity_id, hops) SELECT $1, unnest($2::text[]), $3")
         .bind::<Text, _>(db)
         .bind::<Array<Text>, _>(entities)

@@ -14,6 +14,7 @@ pub mod idempotency;
 pub mod local_cluster;
 pub mod prepared;
 pub mod projection;
+pub mod queued_work;
 pub mod references;
 pub mod reprojection_queue;
 pub mod schema;

@@ -24,6 +24,7 @@ pub const BATCH: usize = 1000;
 
 /// Queues the entities of type `type_id` for re-projection, from the first.
 pub async fn enqueue(conn: &mut AsyncPgConnection, db: &str, type_id: &str) -> QueryResult<()> {
+    super::queued_work::note();
     Prepared::kept(
         diesel::sql_query("INSERT INTO type_reprojections (db, type_id) VALUES ($1, $2)")
             .bind::<Text, _>(db)

@@ -242,13 +242,13 @@ pub async fn apply_batch(
 /// [`apply_batch`] on one connection. Most batches pass whole: they run
 /// without the cost of a savepoint per write, and only when one is refused
 /// run again, each isolated (never after COMMIT was sent: it may have
-/// stored them).
+/// stored them). A single write never needs one: its refusal is the batch's.
 async fn apply_on(
     conn: &mut AsyncPgConnection,
     batch: &[(WriteRequest, Vec<GeneratedKey>, Span)],
     known: &mut WriterCache,
 ) -> Result<Vec<Result<WriteOutcome, ApiError>>, batch::Failed> {
-    match batch::run_batch(conn, batch, batch.len() == 1, known).await {
+    match batch::run_batch(conn, batch, false, known).await {
         Err(failed) if batch.len() > 1 && failed.refused() => batch::run_batch(conn, batch, true, known).await,
         result => result,
     }
