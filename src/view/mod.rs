@@ -62,7 +62,18 @@ pub async fn resolve_references(
 /// [`resolve_references`] with the targets already read: `found` holds the
 /// live ones among (at least) those the documents reference.
 pub fn name_references(docs: &mut [Json], found: Vec<Target>, person: Option<&str>) {
-    let found: HashMap<String, Target> = found.into_iter().map(|target| (target.id.clone(), target)).collect();
+    // what each target shows the caller, judged once however often it is referenced
+    let found: HashMap<String, (Target, bool, bool)> = found
+        .into_iter()
+        .map(|target| {
+            let visibility = target.access.visibility();
+            let (shows_name, shows_type) = (
+                visibility.shows_to(person, "name"),
+                visibility.view_level(person).is_some(),
+            );
+            (target.id.clone(), (target, shows_name, shows_type))
+        })
+        .collect();
     for doc in docs.iter_mut() {
         let Some(properties) = doc.as_object_mut() else {
             continue;
@@ -74,21 +85,13 @@ pub fn name_references(docs: &mut [Json], found: Vec<Target>, person: Option<&st
                 let Some(target) = value.get("reference").and_then(Json::as_str) else {
                     continue;
                 };
-                if let Some(target) = found.get(target) {
+                if let Some((target, shows_name, shows_type)) = found.get(target) {
                     let is_type = prop == "_type";
-                    let visibility = target.access.visibility();
-                    let name = if is_type || visibility.shows_to(person, "name") {
-                        target.name.as_deref()
-                    } else {
-                        None
-                    };
-                    if let Some(name) = name {
+                    if let Some(name) = target.name.as_deref().filter(|_| is_type || *shows_name) {
                         value.insert("string".into(), Json::String(name.to_owned()));
                     }
-                    if let Some(type_name) = &target.type_name
-                        && (is_type || visibility.view_level(person).is_some())
-                    {
-                        value.insert("entity_type".into(), Json::String(type_name.clone()));
+                    if let Some(type_name) = target.type_name.as_deref().filter(|_| is_type || *shows_type) {
+                        value.insert("entity_type".into(), Json::String(type_name.to_owned()));
                     }
                 }
                 value.insert("property_type".into(), Json::String(prop.clone()));
