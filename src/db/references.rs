@@ -118,18 +118,24 @@ pub async fn entity_with_targets(
             entity = Some(row);
             continue;
         }
-        found.push(Target {
-            id: row.id,
-            name: row.name,
-            type_name,
-            access: AccessColumns {
-                sharing: row.sharing,
-                viewers: row.viewers,
-                noaccess: row.noaccess,
-                public_props: row.public_props,
-                domain_props: row.domain_props,
-            },
-        });
+        found.push(target_of(row, type_name));
     }
     Ok(entity.map(|entity| (entity, found)))
+}
+
+/// The target read as an entity row of which only the columns of
+/// [`AccessColumns`] and the name were filled, with its type's name.
+pub fn target_of(row: EntityRow, type_name: Option<String>) -> Target {
+    Target {
+        id: row.id,
+        name: row.name,
+        type_name,
+        access: AccessColumns {
+            sharing: row.sharing,
+            viewers: row.viewers,
+            noaccess: row.noaccess,
+            public_props: row.public_props,
+            domain_props: row.domain_props,
+        },
+    }
 }

@@ -140,9 +140,13 @@ async fn list_answer(
 ) -> Result<Bytes, ApiError> {
     let visible = |entity: EntityRow| listed_doc(entity, person, query);
     let answer = match sql::run(conn, db, person, query).await? {
-        ListResult::Page { entities, count } => {
+        ListResult::Page {
+            entities,
+            count,
+            targets,
+        } => {
             let mut docs: Vec<Json> = entities.into_iter().filter_map(visible).collect();
-            view::resolve_references(conn, db, person, &mut docs).await?;
+            view::name_references(&mut docs, targets, person);
             EntityList {
                 entities: docs,
                 count: count.try_into().unwrap_or_default(),

@@ -17,6 +17,7 @@ mod search;
 mod sort;
 mod statement;
 mod tallies;
+mod targets;
 mod visibility;
 
 use std::collections::HashMap;
@@ -36,6 +37,7 @@ use statement::{Bind, Sql};
 use tallies::WholeCount;
 
 use super::{ListQuery, SortTarget};
+use crate::db::references::Target;
 use crate::db::values::{self, EntityRow};
 use crate::error::ApiError;
 
@@ -61,8 +63,13 @@ const ENTITY_COLUMNS: &str = "e.id, e.type_id, e.parent_ids, e.name, e.sharing, 
 
 /// What a list query found.
 pub enum ListResult {
-    /// One page of matching entities, and the number of all matches.
-    Page { entities: Vec<EntityRow>, count: i64 },
+    /// One page of matching entities, the number of all matches, and the
+    /// live entities the page's documents reference.
+    Page {
+        entities: Vec<EntityRow>,
+        count: i64,
+        targets: Vec<Target>,
+    },
     /// One row per group: the id of its first entity (lowest `_id`) and its
     /// size; the entities are read a chunk at a time ([`entities_by_id`]).
     Groups { groups: Vec<(String, i64)> },
@@ -80,14 +87,19 @@ pub async fn run(
         return run_grouped(conn, db, person, query, &facts).await;
     }
     let (page, count) = page_statements(db, person, query, &facts);
-    let rows = page.into_query().load::<PageRow>(conn).await?;
+    let rows = targets::with_targets(page, db).into_query().load(conn).await?;
+    let (rows, targets) = targets::split(rows);
     let counted = rows.as_slice().first().and_then(|row| row.matches);
     let entities: Vec<EntityRow> = rows.into_iter().map(|row| row.entity).collect();
     let count = match counted.or_else(|| count_from_page(query, entities.len())) {
         Some(count) => count,
         None => count.into_query().get_result::<CountRow>(conn).await?.count,
     };
-    Ok(ListResult::Page { entities, count })
+    Ok(ListResult::Page {
+        entities,
+        count,
+        targets,
+    })
 }
 
 /// The plan of every statement a list query runs, as `EXPLAIN (ANALYZE,
