@@ -34,6 +34,7 @@ use crate::sign_in::login_checks::LoginChecks;
 use crate::sign_in::oidc::OidcProviders;
 use crate::sign_in::passkey::Passkeys;
 use crate::storage::files::FileService;
+use crate::write::WriteRules;
 
 /// Name of the database eds keeps in its private cluster.
 const LOCAL_DATABASE: &str = "eds";
@@ -117,6 +118,9 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         WriterLimits {
             waiting: settings.actors.writer_mailbox.max(1),
             batch: settings.actors.writer_batch.max(1),
+            rules: WriteRules {
+                max_webhooks: Some(settings.webhooks.max_per_database),
+            },
         },
     );
     let files = FileService::from_settings(settings, &secret)?;
@@ -253,6 +257,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
     actix_web::rt::spawn(jobs::change_log::sweep_every(
         flushed.pool.clone(),
         settings.changes.retention_hours,
+        settings.webhooks.attempt_retention_hours,
     ));
     actix_web::rt::spawn(flush_request_counts(flushed));
     Ok(server.run())

@@ -318,6 +318,8 @@ pub struct WebhookSettings {
     pub retry_base_ms: u64,
     /// How often an idle delivery worker looks for due events.
     pub poll_ms: u64,
+    /// How long delivery attempts stay readable at `/deliveries`.
+    pub attempt_retention_hours: u64,
 }
 
 #[derive(Clone, Deserialize)]

@@ -17,7 +17,7 @@ use crate::auth::api_key::GeneratedKey;
 use crate::db::{Pool, queued_work};
 use crate::error::{ApiError, ErrorCode};
 use crate::metrics;
-use crate::write::{self, WriteOp, WriteOutcome, WriteRequest, WriterCache};
+use crate::write::{self, WriteOp, WriteOutcome, WriteRequest, WriteRules, WriterCache};
 
 type Reply = oneshot::Sender<Result<WriteOutcome, ApiError>>;
 
@@ -37,6 +37,8 @@ pub struct DbWriter {
 pub struct WriterLimits {
     pub waiting: usize,
     pub batch: usize,
+    /// What its transactions check themselves.
+    pub rules: WriteRules,
 }
 
 impl Actor for DbWriter {
@@ -108,13 +110,13 @@ impl DbWriter {
             .map(|waiting| ((waiting.request, waiting.keys, waiting.span), waiting.reply))
             .unzip();
         metrics::observe_commit_batch(requests.len());
-        let pool = self.pool.clone();
+        let (pool, rules) = (self.pool.clone(), self.limits.rules);
         let formulas_due = self.formulas_due.clone();
         let mut known = std::mem::take(&mut self.known);
         ctx.spawn(
             async move {
                 let queued_before = queued_work::count();
-                let outcomes = write::apply_batch(&pool, requests, &mut known).await;
+                let outcomes = write::apply_batch_under(&pool, requests, &mut known, rules).await;
                 if queued_work::count() != queued_before {
                     formulas_due.notify_one();
                 }

@@ -91,6 +91,23 @@ pub async fn record_update(conn: &mut AsyncPgConnection, db: &str, id: &str, pro
     .map(drop)
 }
 
+/// Logs an `update` naming no property of each of entities `ids`, whose
+/// rights followed a parent's (inheritance) in the caller's transaction,
+/// which holds the database's write lock: a stream that may no longer read
+/// one is told `leave` (merged into the entity's own row when the
+/// transaction also wrote to it).
+pub async fn record_rights_followed(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<()> {
+    diesel::sql_query(
+        "SELECT record_changes(ARRAY(SELECT ROW($1, id, NULL, 'update', '{}'::text[], now())::entity_change \
+         FROM unnest($2::text[]) id))::text",
+    )
+    .bind::<Text, _>(db)
+    .bind::<Array<Text>, _>(ids)
+    .execute(conn)
+    .await
+    .map(drop)
+}
+
 /// Deletes the changes logged before `before`, all databases together;
 /// answers how many.
 pub async fn sweep(conn: &mut AsyncPgConnection, before: DateTime<Utc>) -> QueryResult<usize> {

@@ -26,6 +26,26 @@ pub async fn count(conn: &mut AsyncPgConnection, db: &str) -> QueryResult<i64> {
         .await
 }
 
+/// Live entities of the webhook type in database `db`, as the caller's
+/// transaction sees them: unlike [`count`] (kept at commit), this counts
+/// the webhooks it created itself.
+pub async fn live_count(conn: &mut AsyncPgConnection, db: &str) -> QueryResult<i64> {
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        count: i64,
+    }
+    let found: Count = diesel::sql_query(
+        "SELECT count(*) AS count FROM entities e WHERE e.db = $1 AND e.deleted_at IS NULL AND e.type_id IN \
+         (SELECT t.id FROM entities t WHERE t.db = $1 AND t.name = $2 AND t.deleted_at IS NULL)",
+    )
+    .bind::<Text, _>(db)
+    .bind::<Text, _>(WEBHOOK_TYPE)
+    .get_result(conn)
+    .await?;
+    Ok(found.count)
+}
+
 /// Parked webhooks of every database.
 pub async fn parked(conn: &mut AsyncPgConnection) -> QueryResult<i64> {
     webhooks::table
@@ -229,6 +249,14 @@ pub struct Attempt {
     pub status: Option<i32>,
     pub duration_ms: i32,
     pub error: Option<String>,
+}
+
+/// Deletes the attempts made before `before`, all databases together;
+/// answers how many.
+pub async fn sweep_attempts(conn: &mut AsyncPgConnection, before: DateTime<Utc>) -> QueryResult<usize> {
+    diesel::delete(webhook_attempts::table.filter(webhook_attempts::at.lt(before)))
+        .execute(conn)
+        .await
 }
 
 /// Webhook `id`'s attempts, newest first, and how many there are in all.

@@ -11,6 +11,7 @@ use crate::service::bodies::duplicate_activity::{
 };
 use crate::service::bodies::writes::Written;
 use crate::service::duplicate_activity;
+use crate::service::paging::Paging;
 
 /// `POST /api/{db}/entity/{_id}/duplicate`: copies of the entity → `[{"_id","properties"}]`.
 #[utoipa::path(
@@ -39,12 +40,6 @@ pub async fn duplicate(
     Ok(HttpResponse::Ok().json(duplicate_activity::duplicate(&state, &caller, &db, id, &body).await?))
 }
 
-#[derive(Debug, serde::Deserialize)]
-pub struct ActivityPage {
-    limit: Option<String>,
-    skip: Option<String>,
-}
-
 /// `GET /api/{db}/entity/{_id}/activity`: `{"changes":[...]}`, what that person wrote and deleted.
 #[utoipa::path(
     get, path = "/api/{db}/entity/{id}/activity", operation_id = "person_activity", tag = "entities", summary = "A person's changes",
@@ -68,9 +63,8 @@ pub async fn activity(
     state: web::Data<AppState>,
     caller: Caller,
     path: web::Path<(String, String)>,
-    paging: web::Query<ActivityPage>,
+    paging: web::Query<Paging>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, id) = path.into_inner();
-    let (limit, skip) = (paging.limit.as_deref(), paging.skip.as_deref());
-    Ok(HttpResponse::Ok().json(duplicate_activity::activity(&state, &caller, &db, &id, limit, skip).await?))
+    Ok(HttpResponse::Ok().json(duplicate_activity::activity(&state, &caller, &db, &id, &paging).await?))
 }

@@ -12,6 +12,7 @@ use crate::model::value::parse_body;
 use crate::service::bodies::entities::{EntityRead, History, entity_read_example, history_example};
 use crate::service::bodies::writes::{Aggregated, Deleted, WriteBody, Written, write_body_example, written_example};
 use crate::service::entities;
+use crate::service::paging::Paging;
 
 /// `GET /api/{db}/entity/{_id}`: `{"entity":{...}}`.
 #[utoipa::path(
@@ -147,12 +148,6 @@ pub async fn aggregate(
     Ok(HttpResponse::Ok().json(entities::aggregate(&state, &caller, &db, entity_id).await?))
 }
 
-#[derive(Debug, serde::Deserialize)]
-pub struct Paging {
-    limit: Option<String>,
-    skip: Option<String>,
-}
-
 /// `GET /api/{db}/entity/{_id}/history`: `{"changes":[...],"count":N}`, for
 /// viewers and up (not for public or domain visibility alone).
 #[utoipa::path(
@@ -179,6 +174,5 @@ pub async fn history(
     paging: web::Query<Paging>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, id) = path.into_inner();
-    let (limit, skip) = (paging.limit.as_deref(), paging.skip.as_deref());
-    Ok(HttpResponse::Ok().json(entities::history(&state, &caller, &db, &id, limit, skip).await?))
+    Ok(HttpResponse::Ok().json(entities::history(&state, &caller, &db, &id, &paging).await?))
 }

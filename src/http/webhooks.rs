@@ -1,18 +1,12 @@
 //! `/api/{db}/entity/{_id}/deliveries`: a webhook's delivery attempts.
 
 use actix_web::{HttpResponse, web};
-use serde::Deserialize;
 
 use super::views::responses::{ReadUnavailable, TokenRequired};
 use super::{AppState, Caller};
 use crate::error::{ApiError, ErrorBody};
+use crate::service::paging::Paging;
 use crate::service::webhooks::{self, Deliveries};
-
-#[derive(Deserialize)]
-pub struct Paging {
-    limit: Option<String>,
-    skip: Option<String>,
-}
 
 /// `GET /api/{db}/entity/{_id}/deliveries`: `{"deliveries":[...],"count":N}`.
 #[utoipa::path(
@@ -44,6 +38,5 @@ pub async fn deliveries(
     paging: web::Query<Paging>,
 ) -> Result<HttpResponse, ApiError> {
     let (db, id) = path.into_inner();
-    let (limit, skip) = (paging.limit.as_deref(), paging.skip.as_deref());
-    Ok(HttpResponse::Ok().json(webhooks::deliveries(&state, &caller, &db, &id, limit, skip).await?))
+    Ok(HttpResponse::Ok().json(webhooks::deliveries(&state, &caller, &db, &id, &paging).await?))
 }

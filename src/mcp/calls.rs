@@ -12,6 +12,7 @@ use super::RpcError;
 use super::tools::{CallError, ToolCall};
 use crate::error::{ApiError, ErrorCode};
 use crate::model::value::parse_values;
+use crate::service::paging::Paging;
 use crate::service::{Caller, Service, batch, entities, list, restore, types, values};
 
 /// The result of `tools/call` with `params`, for `caller` in `db`.
@@ -50,8 +51,7 @@ async fn run(service: &Arc<Service>, caller: &Caller, db: &str, call: ToolCall) 
         ToolCall::GetEntity { id } => text_of(&entities::read(service, caller, db, &id).await?),
         ToolCall::GetFileUrl { id } => text_of(&values::read(service, caller, db, &id).await?.value),
         ToolCall::GetEntityHistory { id, limit, skip } => {
-            let (limit, skip) = (limit.as_deref(), skip.as_deref());
-            text_of(&entities::history(service, caller, db, &id, limit, skip).await?)
+            text_of(&entities::history(service, caller, db, &id, &Paging { limit, skip }).await?)
         }
         ToolCall::CreateEntity { properties, retry } => {
             let values = parse_values(&properties)?;

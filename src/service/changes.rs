@@ -5,10 +5,11 @@
 
 mod hub;
 mod listen;
+mod queue;
+mod reported;
 mod select;
 mod stream;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -17,12 +18,12 @@ use futures_util::stream::LocalBoxStream;
 use rand::RngCore;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use tokio::sync::mpsc;
 use utoipa::ToSchema;
 
 pub use hub::{ChangeHub, StreamSlot};
 pub use listen::listen;
-use select::{REPORTED, Subscriber};
+use reported::{REPORTED, Reported};
+use select::Subscriber;
 use stream::Body;
 
 use crate::auth::jwt::{Claims, Refusal};
@@ -117,8 +118,7 @@ pub async fn open(
         };
         (cursor, reset, reported)
     };
-    let (events, receiver) = mpsc::channel(hub::STREAM_BUFFER);
-    let overflowed = reported.len() > REPORTED;
+    let (events, receiver) = queue::queue();
     service
         .changes
         .subscribe(
@@ -128,8 +128,7 @@ pub async fn open(
                 query_text: serde_urlencoded::to_string(&filters).unwrap_or_default(),
                 query: Arc::new(query),
                 cursor,
-                reported: reported.into_iter().take(REPORTED).collect::<HashSet<_>>(),
-                overflowed,
+                reported: Reported::new(reported),
                 events,
             },
         )

@@ -8,9 +8,9 @@ use serde_json::{Map, Value as Json};
 use crate::db::activity::{self, Event};
 use crate::error::{ApiError, ErrorCode};
 use crate::model::json::format_datetime;
-use crate::query::DEFAULT_LIMIT;
 use crate::service::bodies::duplicate_activity::Activity;
 use crate::service::bodies::writes::Written;
+use crate::service::paging::{Page, Paging};
 use crate::service::{Caller, Service};
 use crate::view::access;
 use crate::write::{Duplication, WriteOp, WriteOutcome};
@@ -94,14 +94,10 @@ pub async fn activity(
     caller: &Caller,
     db: &str,
     person_id: &str,
-    limit: Option<&str>,
-    skip: Option<&str>,
+    paging: &Paging,
 ) -> Result<Activity, ApiError> {
     let reader = caller.require_person(db)?;
-    let limit = page_number("limit", limit, MAX_ACTIVITY_PAGE)?
-        .filter(|limit| *limit > 0)
-        .unwrap_or(DEFAULT_LIMIT as usize);
-    let skip = page_number("skip", skip, MAX_ACTIVITY_SKIP)?.unwrap_or(0);
+    let Page { limit, skip } = paging.strict(MAX_ACTIVITY_PAGE, MAX_ACTIVITY_SKIP)?;
     service.require_database(db).await?;
     let mut conn = service.pool.get().await?;
     access::entity_level(&mut conn, db, person_id, Some(reader)).await?;
@@ -111,19 +107,6 @@ pub async fn activity(
     Ok(Activity {
         changes: changes(person_id, &events).into_iter().skip(skip).take(limit).collect(),
     })
-}
-
-/// `limit` or `skip` as the query string gives it; 400 `invalid_query` when
-/// it is not a whole number or over `max`.
-fn page_number(name: &str, text: Option<&str>, max: usize) -> Result<Option<usize>, ApiError> {
-    let Some(text) = text else { return Ok(None) };
-    match text.trim().parse::<usize>() {
-        Ok(number) if number <= max => Ok(Some(number)),
-        _ => Err(ApiError::new(
-            ErrorCode::InvalidQuery,
-            format!("{name} is a whole number up to {max}"),
-        )),
-    }
 }
 
 /// The changes of `events` (in [`activity::newest_events`] order) by

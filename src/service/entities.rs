@@ -5,10 +5,10 @@ use crate::db::values::{self};
 use crate::error::ApiError;
 use crate::model::value::ValueInput;
 use crate::model::{API_KEY_PROPERTY, LOGIN_PROPERTY};
-use crate::query::DEFAULT_LIMIT;
 use crate::rights::ViewLevel;
 use crate::service::bodies::entities::{EntityRead, History};
 use crate::service::bodies::writes::{Aggregated, Deleted, Written};
+use crate::service::paging::Paging;
 use crate::service::{Caller, Service};
 use crate::service::{invitations, uploads, webhooks};
 use crate::view::{self, access};
@@ -143,8 +143,7 @@ pub async fn history(
     caller: &Caller,
     db: &str,
     id: &str,
-    limit: Option<&str>,
-    skip: Option<&str>,
+    paging: &Paging,
 ) -> Result<History, ApiError> {
     let person = caller.require_person(db)?;
     service.require_database(db).await?;
@@ -153,15 +152,10 @@ pub async fn history(
         return Err(ApiError::forbidden("History needs _viewer or higher"));
     }
     let changes = view::history::changes(&values::all_values(&mut conn, db, id).await?);
-    let number = |text: Option<&str>| text.and_then(|t| t.trim().parse::<usize>().ok());
-    let limit = number(limit)
-        .filter(|limit| *limit > 0)
-        .unwrap_or(DEFAULT_LIMIT as usize)
-        .min(MAX_HISTORY_PAGE);
-    let skip = number(skip).unwrap_or(0);
+    let page = paging.lenient(MAX_HISTORY_PAGE);
     let count = changes.len();
     Ok(History {
-        changes: changes.into_iter().skip(skip).take(limit).collect(),
+        changes: changes.into_iter().skip(page.skip).take(page.limit).collect(),
         count: count as u64,
     })
 }

@@ -11,15 +11,15 @@ use crate::db::webhooks::{self, WEBHOOK_TYPE};
 use crate::error::{ApiError, ErrorCode};
 use crate::model::json::format_datetime;
 use crate::model::value::{Value, ValueInput};
-use crate::query::DEFAULT_LIMIT;
 use crate::rights::{Right, can_read, has_right};
+use crate::service::paging::Paging;
 use crate::service::{Caller, Service};
 use crate::webhooks::url_refusal;
 
 /// The events a webhook may ask for.
 const EVENTS: [&str; 3] = ["create", "update", "delete"];
 /// Most attempts one page lists.
-const MAX_PAGE: i64 = 1000;
+const MAX_PAGE: usize = 1000;
 
 /// Checks a write of `values` to database `db` against the webhook rules:
 /// on a new entity (`entity_id` `None`) of the webhook type the count
@@ -127,8 +127,7 @@ pub async fn deliveries(
     caller: &Caller,
     db: &str,
     id: &str,
-    limit: Option<&str>,
-    skip: Option<&str>,
+    paging: &Paging,
 ) -> Result<Deliveries, ApiError> {
     let person = caller.require_person(db)?;
     service.require_database(db).await?;
@@ -140,12 +139,8 @@ pub async fn deliveries(
     if !has_right(&entity.lists(), person, Right::Owner) {
         return Err(ApiError::forbidden("Deliveries are for the webhook's _owner"));
     }
-    let number = |text: Option<&str>| text.and_then(|t| t.trim().parse::<i64>().ok());
-    let limit = number(limit)
-        .filter(|limit| *limit > 0)
-        .unwrap_or(DEFAULT_LIMIT)
-        .min(MAX_PAGE);
-    let skip = number(skip).filter(|skip| *skip >= 0).unwrap_or(0);
+    let page = paging.lenient(MAX_PAGE);
+    let (limit, skip) = (page.limit as i64, page.skip as i64);
     let (attempts, count) = webhooks::attempts(&mut conn, db, id, limit, skip).await?;
     let deliveries = attempts
         .into_iter()

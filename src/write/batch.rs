@@ -8,8 +8,8 @@ use tracing::{Instrument, Span};
 
 use super::cache::{TransactionCache, WriterCache};
 use super::{
-    WriteOp, WriteOutcome, WriteRequest, access, add, aggregate, batch_ops, create, delete, duplicate, idempotency,
-    login, restore,
+    WriteOp, WriteOutcome, WriteRequest, WriteRules, access, add, aggregate, batch_ops, create, delete, duplicate,
+    idempotency, login, restore, webhook,
 };
 use crate::auth::api_key::GeneratedKey;
 use crate::db::generation;
@@ -71,6 +71,7 @@ pub(super) async fn run_batch(
     batch: &[(WriteRequest, Vec<GeneratedKey>, Span)],
     isolated: bool,
     known: &mut WriterCache,
+    rules: WriteRules,
 ) -> Result<Vec<Result<WriteOutcome, ApiError>>, Failed> {
     let Some((first, ..)) = batch.first() else {
         return Ok(Vec::new());
@@ -100,6 +101,7 @@ pub(super) async fn run_batch(
                                 let outcome = apply_one(conn, caching, request, keys, now).await?;
                                 // inside its savepoint: a refusal there is this write's
                                 caching.pending.store(conn, db).await?;
+                                webhook::check_count(conn, caching, db, rules.max_webhooks).await?;
                                 Ok::<_, ApiError>(outcome)
                             }
                             .instrument(span.clone())
@@ -118,6 +120,7 @@ pub(super) async fn run_batch(
                     outcomes.push(outcome);
                 }
                 cache.pending.store(conn, db).await?;
+                webhook::check_count(conn, &mut cache, db, rules.max_webhooks).await?;
                 let left = generation::bump_generation(conn, db).await?;
                 *reached_commit = true;
                 // only this transaction changed entities since `found`: what

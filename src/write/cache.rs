@@ -29,6 +29,8 @@ pub(super) struct TransactionCache {
     pub counters: CounterCache,
     /// New entities not stored yet: stored before anything else may read them.
     pub pending: PendingCreates,
+    /// Whether webhooks were created since their number was last checked.
+    pub new_webhooks: bool,
 }
 
 impl TransactionCache {

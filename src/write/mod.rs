@@ -12,7 +12,7 @@
 //!   numbering;
 //! - `access.rs`: who may write at all; `keys.rs`: API keys, hashed before a
 //!   write's turn; `login.rs`: login methods, written by the service only;
-//!   `webhook.rs`: webhooks' signing secrets;
+//!   `webhook.rs`: webhooks' signing secrets and their number;
 //! - `idempotency.rs`: writes sent with an idempotency key, applied once.
 
 mod access;
@@ -51,6 +51,14 @@ pub use batch_request::{Batch, BatchOp, EntityId, RefUse};
 pub use cache::WriterCache;
 pub use duplicate::Duplication;
 pub use idempotency::{IdempotencyKey, is_valid_idempotency_key};
+
+/// The bounds a writer's transactions check themselves, under the
+/// database's write lock (`None`: no bound).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteRules {
+    /// `webhooks.max_per_database`.
+    pub max_webhooks: Option<usize>,
+}
 
 /// One write, on behalf of `actor` (a person of database `db`).
 #[derive(Debug, Clone)]
@@ -201,9 +209,19 @@ pub async fn apply_batch(
     batch: Vec<(WriteRequest, Vec<GeneratedKey>, Span)>,
     known: &mut WriterCache,
 ) -> Vec<Result<WriteOutcome, ApiError>> {
+    apply_batch_under(pool, batch, known, WriteRules::default()).await
+}
+
+/// [`apply_batch`] under a writer's `rules`.
+pub async fn apply_batch_under(
+    pool: &Pool,
+    batch: Vec<(WriteRequest, Vec<GeneratedKey>, Span)>,
+    known: &mut WriterCache,
+    rules: WriteRules,
+) -> Vec<Result<WriteOutcome, ApiError>> {
     const CONFLICT_RUNS: u32 = 3;
     let mut applied = match pool.get().await {
-        Ok(mut conn) => apply_on(&mut conn, &batch, known).await,
+        Ok(mut conn) => apply_on(&mut conn, &batch, known, rules).await,
         Err(error) => Err(batch::Failed::NoConnection(error.into())),
     };
     let (mut reconnected, mut conflicted_runs) = (false, 1);
@@ -218,7 +236,7 @@ pub async fn apply_batch(
                 reconnected = true;
                 // a new connection: others in the pool may have broken with it
                 match crate::db::new_connection(pool).await {
-                    Ok(mut conn) => apply_on(&mut conn, &batch, known).await,
+                    Ok(mut conn) => apply_on(&mut conn, &batch, known, rules).await,
                     Err(error) => Err(batch::Failed::NoConnection(error)),
                 }
             }
@@ -226,7 +244,7 @@ pub async fn apply_batch(
                 tracing::warn!("the writes met another transaction in a deadlock; running them again");
                 conflicted_runs += 1;
                 match pool.get().await {
-                    Ok(mut conn) => apply_on(&mut conn, &batch, known).await,
+                    Ok(mut conn) => apply_on(&mut conn, &batch, known, rules).await,
                     Err(error) => Err(batch::Failed::NoConnection(error.into())),
                 }
             }
@@ -247,9 +265,10 @@ async fn apply_on(
     conn: &mut AsyncPgConnection,
     batch: &[(WriteRequest, Vec<GeneratedKey>, Span)],
     known: &mut WriterCache,
+    rules: WriteRules,
 ) -> Result<Vec<Result<WriteOutcome, ApiError>>, batch::Failed> {
-    match batch::run_batch(conn, batch, false, known).await {
-        Err(failed) if batch.len() > 1 && failed.refused() => batch::run_batch(conn, batch, true, known).await,
+    match batch::run_batch(conn, batch, false, known, rules).await {
+        Err(failed) if batch.len() > 1 && failed.refused() => batch::run_batch(conn, batch, true, known, rules).await,
         result => result,
     }
 }

@@ -110,6 +110,9 @@ pub(super) async fn validate(
     let mut rows = Vec::with_capacity(inputs.len());
     let mut plain_keys = HashMap::new();
     one_of_each_single_valued(inputs)?;
+    if target.is_new && super::webhook::is_webhook(&target.entity_type) {
+        cache.new_webhooks = true;
+    }
     for input in inputs {
         let needed = check_property(conn, &mut cache.types, target, input).await?;
         if needed.is_some_and(|needed| !has_right(&target.lists, target.actor, needed)) {

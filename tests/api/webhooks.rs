@@ -6,6 +6,7 @@
 use crate::support;
 mod delivery;
 mod failures;
+mod limits;
 mod receiver;
 mod rules;
 mod throughput;

@@ -11,6 +11,7 @@ use serde_json::Value as Json;
 use super::bulk::reproject_plain;
 use super::one::{Changes, project_one};
 use super::types::TypeCache;
+use crate::db::changes::record_rights_followed;
 use crate::db::reprojection_queue::{self, BATCH, INLINE_MEMBERS};
 use crate::db::schema::{entities, property_values};
 use crate::db::values;
@@ -256,6 +257,8 @@ async fn cascade_rights(conn: &mut AsyncPgConnection, db: &str, mut changed: Vec
             .bind::<diesel::sql_types::Jsonb, _>(Json::Array(updates))
             .execute(conn)
             .await?;
+            // the change feed tells streams that may no longer read them
+            record_rights_followed(conn, db, &next).await?;
         }
         heirs_changed.extend(next.iter().cloned());
         changed = next;

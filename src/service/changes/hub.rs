@@ -7,9 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use dashmap::DashMap;
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Notify, watch};
 
 use super::select::{Subscriber, select};
 use crate::db::{Pool, changes};
@@ -20,9 +19,11 @@ use crate::error::{ApiError, ErrorCode};
 const POLL: Duration = Duration::from_secs(1);
 /// Changes read from the log at once.
 const BATCH: i64 = 500;
-/// Events a stream may have waiting for its client; past it the stream is
-/// dropped (its client resumes by id).
-pub(super) const STREAM_BUFFER: usize = 256;
+/// A reader hands on at most one batch this often: under a stream of
+/// writes, each batch then gathers many changes, and a stream costs one
+/// write per batch rather than one per change. After a quiet spell the
+/// first change goes at once.
+const PACE: Duration = Duration::from_millis(50);
 
 /// The change hub of a process (see the module).
 pub struct ChangeHub {
@@ -186,6 +187,8 @@ impl ChangeHub {
                 () = reader.wake.notified() => {}
                 () = tokio::time::sleep(POLL) => {}
             }
+            let began = tokio::time::Instant::now();
+            let mut handed = false;
             loop {
                 let mut state = reader.state.lock().await;
                 state.subscribers.retain(|subscriber| !subscriber.events.is_closed());
@@ -196,40 +199,56 @@ impl ChangeHub {
                     return;
                 }
                 match self.step(&db, &mut state.subscribers).await {
-                    Ok(true) => continue,
-                    Ok(false) => break,
+                    Ok(Step { read, more }) => {
+                        handed |= read;
+                        if !more {
+                            break;
+                        }
+                    }
                     Err(error) => {
                         tracing::warn!(db, %error, "reading the change log failed; retrying");
                         break;
                     }
                 }
             }
+            if handed {
+                // wake-ups meanwhile are kept: the next batch starts then
+                tokio::time::sleep_until(began + PACE).await;
+            }
         }
     }
 
-    /// One batch: answers whether the log may hold more.
-    async fn step(&self, db: &str, subscribers: &mut Vec<Subscriber>) -> Result<bool, ApiError> {
+    /// One batch.
+    async fn step(&self, db: &str, subscribers: &mut Vec<Subscriber>) -> Result<Step, ApiError> {
         let from = subscribers.iter().map(|s| s.cursor).min().unwrap_or_default();
         let mut conn = self.pool.get().await?;
         let rows = changes::after(&mut conn, db, from, BATCH).await?;
         let Some(last) = rows.last().map(|row| row.id) else {
-            return Ok(false);
+            return Ok(Step {
+                read: false,
+                more: false,
+            });
         };
-        let events = select(&mut conn, db, &rows, subscribers).await?;
+        let parts = select(&mut conn, db, &rows, subscribers).await?;
         drop(conn);
-        let mut index = 0;
+        let mut parts = parts.into_iter();
+        // a stream that cannot take its part (its client is too slow, or
+        // gone) is dropped
         subscribers.retain_mut(|subscriber| {
-            let mine = &events[index];
-            index += 1;
             subscriber.cursor = subscriber.cursor.max(last);
-            deliver(&subscriber.events, mine)
+            subscriber.events.send(parts.next().unwrap_or_default())
         });
-        Ok(rows.len() as i64 == BATCH)
+        Ok(Step {
+            read: true,
+            more: rows.len() as i64 == BATCH,
+        })
     }
 }
 
-/// Queues `events` on a stream; false when it cannot take them all (its
-/// client is too slow, or gone): the stream is then dropped.
-fn deliver(stream: &mpsc::Sender<Bytes>, events: &[Bytes]) -> bool {
-    events.iter().all(|event| stream.try_send(event.clone()).is_ok())
+/// What one batch found.
+struct Step {
+    /// Some changes were read (and handed on).
+    read: bool,
+    /// The log may hold more.
+    more: bool,
 }

@@ -8,25 +8,25 @@
 //! the entities it has reported as matching (and, for a filtered stream,
 //! those matching when it opened), at most [`REPORTED`]: `leave` goes to
 //! those no longer matching, and a filtered stream is told of a deletion
-//! only for them (past the bound, of every readable deletion).
+//! only for them (past the bound, of every readable deletion). An entity
+//! whose rights followed its parent's is logged as an update naming no
+//! property: it sends only `leave`s.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use chrono::SecondsFormat;
 use diesel_async::AsyncPgConnection;
 use serde_json::json;
-use tokio::sync::mpsc;
 
+use super::queue;
+use super::reported::Reported;
 use crate::db::changes::{self, ChangeRow};
 use crate::db::values::EntityRow;
 use crate::error::ApiError;
 use crate::query::ListQuery;
 use crate::query::sql::matching;
-
-/// Entities a stream remembers having reported as matching.
-pub(super) const REPORTED: usize = 10_000;
 
 /// One open stream, as its database's reader sees it.
 pub(super) struct Subscriber {
@@ -37,34 +37,25 @@ pub(super) struct Subscriber {
     pub(super) query_text: String,
     /// The last change this stream has been handed (or skipped).
     pub(super) cursor: i64,
-    pub(super) reported: HashSet<String>,
-    /// Whether `reported` reached its bound and left some out.
-    pub(super) overflowed: bool,
-    pub(super) events: mpsc::Sender<Bytes>,
+    pub(super) reported: Reported,
+    pub(super) events: queue::Sender,
 }
 
 impl Subscriber {
     fn filtered(&self) -> bool {
         !self.query.filters.is_empty() || !self.query.words.is_empty()
     }
-
-    fn remember(&mut self, id: &str) {
-        if self.reported.len() < REPORTED {
-            self.reported.insert(id.to_owned());
-        } else if !self.reported.contains(id) {
-            self.overflowed = true;
-        }
-    }
 }
 
 /// The events of `rows` (changes of database `db` in id order) for each
-/// subscriber, in the subscribers' order.
+/// subscriber, in the subscribers' order: one part of the stream's body
+/// each (empty: none), so a batch costs a stream one write.
 pub(super) async fn select(
     conn: &mut AsyncPgConnection,
     db: &str,
     rows: &[ChangeRow],
     subscribers: &mut [Subscriber],
-) -> Result<Vec<Vec<Bytes>>, ApiError> {
+) -> Result<Vec<Bytes>, ApiError> {
     let deleted_ids: Vec<String> = rows
         .iter()
         .filter(|row| row.action == "delete")
@@ -115,24 +106,52 @@ pub(super) async fn select(
         matched.insert(key, found.into_iter().map(|row| (row.id.clone(), row)).collect());
     }
     // a change's event for a match is the same for every stream of a
-    // (caller, query): written once, shared
-    let mut written: HashMap<(Option<String>, String), HashMap<i64, Bytes>> = HashMap::new();
+    // (caller, query): written once (or found unreadable once), shared; so
+    // is the part of streams of one (caller, query, cursor) that got only
+    // such events
+    let mut written: HashMap<(Option<String>, String), HashMap<i64, Option<Bytes>>> = HashMap::new();
+    let mut parts: HashMap<(Option<String>, String, i64), Bytes> = HashMap::new();
     Ok(subscribers
         .iter_mut()
         .map(|subscriber| {
             let key = (subscriber.person.clone(), subscriber.query_text.clone());
             let matching = &matched[&key];
-            let shared = written.entry(key).or_default();
-            let mut events = Vec::new();
+            let shared = written.entry(key.clone()).or_default();
             let cursor = subscriber.cursor;
+            let mut events = Vec::new();
+            let mut own = false;
             for row in rows.iter().filter(|row| row.id > cursor) {
                 if let Some(event) = event_for(subscriber, row, matching, &deleted, shared) {
+                    own |= matches!(event, Event::Own(_));
                     events.push(event);
                 }
             }
-            events
+            if own {
+                return joined(&events);
+            }
+            parts
+                .entry((key.0, key.1, cursor))
+                .or_insert_with(|| joined(&events))
+                .clone()
         })
         .collect())
+}
+
+/// An event for one stream.
+enum Event {
+    /// The same for every stream of its (caller, query).
+    Shared(Bytes),
+    /// This stream's own (a `leave`, a deletion).
+    Own(Bytes),
+}
+
+/// `events` as one part of a stream's body.
+fn joined(events: &[Event]) -> Bytes {
+    let mut part = BytesMut::new();
+    for Event::Shared(event) | Event::Own(event) in events {
+        part.extend_from_slice(event);
+    }
+    part.freeze()
 }
 
 /// The event `subscriber` gets for `row`, if any.
@@ -141,32 +160,44 @@ fn event_for(
     row: &ChangeRow,
     matching: &HashMap<String, EntityRow>,
     deleted: &HashMap<String, EntityRow>,
-    shared: &mut HashMap<i64, Bytes>,
-) -> Option<Bytes> {
+    shared: &mut HashMap<i64, Option<Bytes>>,
+) -> Option<Event> {
     let person = subscriber.person.as_deref();
     if row.action == "delete" {
         let entity = deleted.get(&row.entity_id)?;
-        let was_reported = subscriber.reported.remove(&row.entity_id);
+        let was_reported = subscriber.reported.forget(&row.entity_id);
         let level = entity.visibility().view_level(person)?;
-        if subscriber.filtered() && !was_reported && !subscriber.overflowed {
+        if subscriber.filtered() && !was_reported && !subscriber.reported.overflowed() {
             return None;
         }
         let names = readable(entity, level, row, &subscriber.query);
-        return Some(change_event(row, &row.action, names));
+        return Some(Event::Own(change_event(row, &row.action, names)));
     }
     match matching.get(&row.entity_id) {
+        // rights that followed a parent's changed no value: news only to
+        // those who no longer see the entity
+        Some(_) if follows_rights(row) => None,
         Some(entity) => {
-            let level = entity.visibility().view_level(person)?;
-            subscriber.remember(&row.entity_id);
-            let event = shared.entry(row.id).or_insert_with(|| {
-                let names = readable(entity, level, row, &subscriber.query);
-                change_event(row, &row.action, names)
-            });
-            Some(event.clone())
+            let event = shared
+                .entry(row.id)
+                .or_insert_with(|| {
+                    let level = entity.visibility().view_level(person)?;
+                    let names = readable(entity, level, row, &subscriber.query);
+                    Some(change_event(row, &row.action, names))
+                })
+                .clone()?;
+            subscriber.reported.remember(&row.entity_id);
+            Some(Event::Shared(event))
         }
-        None if subscriber.reported.remove(&row.entity_id) => Some(change_event(row, "leave", Vec::new())),
+        None if subscriber.reported.forget(&row.entity_id) => Some(Event::Own(change_event(row, "leave", Vec::new()))),
         None => None,
     }
+}
+
+/// Whether `row` logs only that the entity's rights followed its parent's:
+/// every other update names a property.
+fn follows_rights(row: &ChangeRow) -> bool {
+    row.action == "update" && row.properties.is_empty()
 }
 
 /// The properties of `row` that the caller's view of `entity` shows (and

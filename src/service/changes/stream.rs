@@ -8,9 +8,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::LocalBoxStream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
+use tokio::time::{Interval, Sleep};
 
 use super::hub::StreamSlot;
+use super::queue;
 use crate::auth::jwt::Claims;
 use crate::error::ApiError;
 use crate::service::Service;
@@ -31,13 +33,20 @@ enum Next {
     Check,
 }
 
+/// A stream's clocks: its heartbeat, its revocation check, its token's expiry.
+struct Timers {
+    heartbeat: Interval,
+    revocation: Interval,
+    expired: std::pin::Pin<Box<Sleep>>,
+}
+
 /// What a stream's body needs between its parts.
 pub(super) struct Body {
     pub(super) service: Arc<Service>,
     pub(super) db: String,
     /// The caller's token, checked again now and then; `None`: anonymous.
     pub(super) claims: Option<Claims>,
-    pub(super) events: mpsc::Receiver<Bytes>,
+    pub(super) events: queue::Receiver,
     pub(super) closing: watch::Receiver<bool>,
     /// Held for as long as the stream is open.
     pub(super) _slot: StreamSlot,
@@ -46,31 +55,29 @@ pub(super) struct Body {
 impl Body {
     /// The body: `first` (a comment, or a reset), then the stream's events.
     pub(super) fn into_stream(self, first: Bytes) -> LocalBoxStream<'static, Result<Bytes, ApiError>> {
-        let expiry = self.claims.as_ref().map(|claims| claims.exp);
-        let state = (
-            self,
-            tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT),
-        );
-        let rest = futures_util::stream::unfold(state, move |(mut body, mut heartbeat)| async move {
-            let until_expiry = expiry.map(|exp| {
-                let left = exp - body.service.clock.now().timestamp();
-                Duration::from_secs(u64::try_from(left).unwrap_or_default())
-            });
-            let expired = tokio::time::sleep(until_expiry.unwrap_or(Duration::MAX / 4));
-            tokio::pin!(expired);
-            let mut revocation =
-                tokio::time::interval_at(tokio::time::Instant::now() + REVOCATION_CHECK, REVOCATION_CHECK);
+        let until_expiry = self.claims.as_ref().map(|claims| {
+            let left = claims.exp - self.service.clock.now().timestamp();
+            Duration::from_secs(u64::try_from(left).unwrap_or_default())
+        });
+        let start = tokio::time::Instant::now();
+        // the timers live as long as the stream: set once, not per event
+        let timers = Timers {
+            heartbeat: tokio::time::interval_at(start + HEARTBEAT, HEARTBEAT),
+            revocation: tokio::time::interval_at(start + REVOCATION_CHECK, REVOCATION_CHECK),
+            expired: Box::pin(tokio::time::sleep(until_expiry.unwrap_or(Duration::MAX / 4))),
+        };
+        let rest = futures_util::stream::unfold((self, timers), |(mut body, mut timers)| async move {
             loop {
                 let next = tokio::select! {
                     event = body.events.recv() => Next::Event(event),
-                    _ = heartbeat.tick() => Next::Heartbeat,
-                    () = &mut expired => Next::End,
+                    _ = timers.heartbeat.tick() => Next::Heartbeat,
+                    () = &mut timers.expired => Next::End,
                     _ = body.closing.wait_for(|closing| *closing) => Next::End,
-                    _ = revocation.tick() => Next::Check,
+                    _ = timers.revocation.tick() => Next::Check,
                 };
                 match next {
-                    Next::Event(Some(event)) => return Some((Ok(event), (body, heartbeat))),
-                    Next::Heartbeat => return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (body, heartbeat))),
+                    Next::Event(Some(event)) => return Some((Ok(event), (body, timers))),
+                    Next::Heartbeat => return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), (body, timers))),
                     Next::Event(None) | Next::End => return None,
                     Next::Check if !body.still_allowed().await => return None,
                     Next::Check => {}

@@ -120,6 +120,11 @@ impl Receiver {
         self.shared.received.lock().unwrap().clone()
     }
 
+    /// How many requests arrived.
+    pub fn count(&self) -> usize {
+        self.shared.received.lock().unwrap().len()
+    }
+
     /// The requests once there are at least `count`, within `within`.
     pub async fn wait_for(&self, count: usize, within: Duration) -> Vec<Received> {
         let started = Instant::now();
