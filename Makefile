@@ -26,7 +26,7 @@ test: lint
 	$(CARGO) test --lib --bins --tests; status=$$?; $(MAKE) --no-print-directory clean-test-cluster; exit $$status
 
 # One benchmark, with the tools it drives: `make bench BENCH=query` (or peer, reproject,
-# rights, thumbnails, counters, batch, changes); figures and options in the README.
+# rights, thumbnails, counters, batch, changes, graphql); figures and options in the README.
 BENCH ?= query
 bench: deps
 	@scripts/install-bench-tools.sh

@@ -167,6 +167,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         service: Arc::new(service),
         trusted_proxies,
         mcp_origins,
+        graphql: crate::graphql::Graphql::new(settings.graphql.max_depth, settings.graphql.max_complexity),
     }))
 }
 

@@ -22,6 +22,7 @@ pub struct Settings {
     pub oauth: OAuthSettings,
     pub webhooks: WebhookSettings,
     pub changes: ChangeSettings,
+    pub graphql: GraphqlSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -58,6 +59,15 @@ pub struct DatabaseSettings {
     pub answer_cache_bytes: u64,
     /// A direct (not pooled) URL for `LISTEN`; empty: `url`.
     pub direct_url: String,
+}
+
+/// GraphQL (`/api/{db}/graphql`): bounds of one document.
+#[derive(Debug, Clone, Deserialize)]
+pub struct GraphqlSettings {
+    /// Deepest field nesting (introspection fields not counted).
+    pub max_depth: usize,
+    /// Highest cost: a field 1 plus its selection, a type's list its `limit` times that.
+    pub max_complexity: u64,
 }
 
 /// The change feed (`GET /api/{db}/changes`).

@@ -9,6 +9,7 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod formula;
+pub mod graphql;
 pub mod http;
 pub mod jobs;
 pub mod mail;

@@ -44,6 +44,7 @@ use crate::service::bodies::writes::{Counter, DateInput, NewValue};
         (name = "databases", description = "New databases"),
         (name = "oauth", description = "The OAuth 2.1 authorization server, at {api_url}: registration, authorize, token"),
         (name = "mcp", description = "The Model Context Protocol endpoint for AI clients"),
+        (name = "graphql", description = "GraphQL per database: a schema generated from the caller's entity types"),
     )
 )]
 struct ApiDoc;

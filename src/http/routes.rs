@@ -8,8 +8,8 @@ use actix_web::{FromRequest, Handler, Responder, Route, web};
 use utoipa::OpenApi;
 
 use super::{
-    app_passkey, auth, batch, changes, duplicate_activity, entity, files, health, list, mcp, metrics, new_db, oauth,
-    oauth_client, openapi, passkey, property, restore, sign_in, usage, webhooks,
+    app_passkey, auth, batch, changes, duplicate_activity, entity, files, graphql, health, list, mcp, metrics, new_db,
+    oauth, oauth_client, openapi, passkey, property, restore, sign_in, usage, webhooks,
 };
 use crate::service::databases;
 use openapi::ServedDocument;
@@ -97,6 +97,8 @@ endpoint_table! {
     POST "/api/{db}/passkey" => app_passkey::register,
     GET "/api/{db}/changes" => changes::stream,
     POST "/api/{db}/changes/ticket" => changes::ticket,
+    POST "/api/{db}/graphql" => graphql::post,
+    GET "/api/{db}/graphql" => graphql::get,
     GET "/api/{db}/entity" => list::list,
     POST "/api/{db}/batch" => batch::batch,
     POST "/api/{db}/entity" => entity::create,

@@ -14,6 +14,8 @@ pub struct AppState {
     pub trusted_proxies: Vec<IpAddr>,
     /// The `Origin`s the MCP endpoint accepts (`mcp.allowed_origins` and the service's own).
     pub mcp_origins: Vec<String>,
+    /// The GraphQL endpoint's limits and schema cache.
+    pub graphql: crate::graphql::Graphql,
 }
 
 impl Deref for AppState {

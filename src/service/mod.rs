@@ -17,6 +17,7 @@ pub mod entities;
 pub mod health;
 pub mod invitations;
 pub mod list;
+pub mod lookups;
 pub mod paging;
 pub mod rate_limits;
 pub mod restore;

@@ -1,0 +1,173 @@
+//! GraphQL per database (`/api/{db}/graphql`): a schema generated from the
+//! entity types and definitions the caller may read, whose resolvers run
+//! the application layer's operations (`crate::service`), so REST, MCP and
+//! GraphQL answer under the same rights, limits and errors. Documents are
+//! parsed and bounded here before any database work.
+
+pub mod cache;
+pub mod limits;
+mod mutations;
+pub mod names;
+mod resolve;
+pub mod schema;
+
+use std::sync::Arc;
+
+use async_graphql::parser::types::OperationType;
+use async_graphql::{ErrorExtensions, Variables};
+use serde::Deserialize;
+use serde_json::{Map, Value as Json, json};
+
+use crate::error::ApiError;
+use crate::service::{Caller, Service};
+use limits::Limits;
+
+/// What the resolvers run with: the operations, the caller, the database.
+pub struct Exec {
+    pub service: Arc<Service>,
+    pub caller: Caller,
+    pub db: String,
+}
+
+/// An operation's error as a GraphQL error: the REST message, and the REST
+/// code (with the status, and a batch's `operation`) in `extensions`.
+pub fn api_error(error: ApiError) -> async_graphql::Error {
+    let body = serde_json::to_value(error.body()).unwrap_or_default();
+    async_graphql::Error::new(error.message.to_string()).extend_with(|_, extensions| {
+        extensions.set("code", error.code.as_str());
+        extensions.set("status", error.status().as_u16());
+        if let Some(operation) = body.get("operation").and_then(Json::as_u64) {
+            extensions.set("operation", operation);
+        }
+    })
+}
+
+/// A request: the document, its variables, the operation to run.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphqlRequest {
+    pub query: String,
+    #[serde(default)]
+    pub variables: Option<Map<String, Json>>,
+    #[serde(default)]
+    pub operation_name: Option<String>,
+}
+
+/// An answer: its HTTP status and GraphQL body.
+pub struct Answer {
+    pub status: u16,
+    pub body: Json,
+}
+
+impl Answer {
+    /// A request refused whole: `status` with one error carrying `code`.
+    pub fn refused(status: u16, code: &str, message: impl Into<String>) -> Answer {
+        let message = message.into();
+        Answer {
+            status,
+            body: json!({"errors": [{"message": message, "extensions": {"code": code, "status": status}}]}),
+        }
+    }
+}
+
+/// The endpoint's limits and schema cache.
+pub struct Graphql {
+    limits: Limits,
+    schemas: cache::SchemaCache,
+}
+
+impl Graphql {
+    pub fn new(max_depth: usize, max_complexity: u64) -> Graphql {
+        Graphql {
+            limits: Limits {
+                max_depth,
+                max_complexity,
+            },
+            schemas: Default::default(),
+        }
+    }
+
+    /// Runs `request` for `caller` in `db`. `by_get`: a mutation is refused
+    /// (405). The document is parsed, held to one operation and bounded
+    /// before the schema (the database's types) is looked up.
+    pub async fn execute(
+        &self,
+        service: &Arc<Service>,
+        caller: Caller,
+        db: &str,
+        request: GraphqlRequest,
+        by_get: bool,
+    ) -> Result<Answer, ApiError> {
+        let document = match async_graphql::parser::parse_query(&request.query) {
+            Ok(document) => document,
+            Err(error) => return Ok(Answer::refused(400, "graphql_parse_failed", error.to_string())),
+        };
+        let mut operations = document.operations.iter();
+        let operation = match (operations.next(), operations.next()) {
+            (Some((_, operation)), None) => operation,
+            (None, _) => {
+                return Ok(Answer::refused(
+                    400,
+                    "graphql_parse_failed",
+                    "The document has no operation",
+                ));
+            }
+            _ => {
+                let message = "One operation per request: the document has more than one";
+                return Ok(Answer::refused(400, "too_many_operations", message));
+            }
+        };
+        match operation.node.ty {
+            OperationType::Mutation if by_get => {
+                return Ok(Answer::refused(405, "method_not_allowed", "A mutation needs POST"));
+            }
+            OperationType::Subscription => {
+                return Ok(Answer::refused(
+                    400,
+                    "graphql_validation_failed",
+                    "Subscriptions are not served",
+                ));
+            }
+            _ => {}
+        }
+        let variables = request.variables.unwrap_or_default();
+        if let Err(too_complex) = limits::check(&document, &operation.node, &variables, &self.limits) {
+            return Ok(Answer::refused(
+                400,
+                "query_too_complex",
+                too_complex.message(&self.limits),
+            ));
+        }
+        let schema = self.schemas.schema(service, &caller, db).await?;
+        let mut executed = async_graphql::Request::new(request.query)
+            .variables(Variables::from_json(Json::Object(variables)))
+            .data(Exec {
+                service: service.clone(),
+                caller,
+                db: db.to_owned(),
+            });
+        if let Some(name) = request.operation_name {
+            executed = executed.operation_name(name);
+        }
+        let response = schema.execute(executed).await;
+        // No data and no operation's error (each carries its REST status):
+        // the document did not validate against the schema.
+        let refused = response.data == async_graphql::Value::Null
+            && !response.errors.is_empty()
+            && response
+                .errors
+                .iter()
+                .all(|error| (error.extensions.as_ref()).is_none_or(|extensions| extensions.get("status").is_none()));
+        let mut body = serde_json::to_value(&response).map_err(|error| ApiError::internal("graphql answer", error))?;
+        if refused {
+            for error in body["errors"].as_array_mut().into_iter().flatten() {
+                error["extensions"]["code"] = json!("graphql_validation_failed");
+                error["extensions"]["status"] = json!(400);
+            }
+        }
+        Ok(Answer {
+            status: if refused { 400 } else { 200 },
+            body,
+        })
+    }
+}
