@@ -9,6 +9,7 @@ pub mod duplicate_activity;
 pub mod entity;
 pub mod files;
 pub mod forms;
+pub mod graphql_console;
 pub mod health;
 pub mod list;
 pub mod mcp;

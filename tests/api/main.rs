@@ -19,6 +19,7 @@ mod duplicate_activity;
 mod entities;
 mod files;
 mod formulas;
+mod graphql_console;
 mod groups;
 mod inherited_owners;
 mod invitations;
