@@ -322,3 +322,105 @@ async fn a_page_with_event_source_and_a_stream_ticket_sees_a_change_made_through
         ))
         .await;
 }
+
+/// Installed before any script of a page: records the page's CSP
+/// violations and the `Authorization` header of each `fetch` it makes.
+const CONSOLE_RECORDER: &str = "window.cspViolations = []; window.sentAuthorizations = [];\
+    document.addEventListener('securitypolicyviolation', event =>\
+        cspViolations.push(event.effectiveDirective + ' ' + event.blockedURI));\
+    const pageFetch = window.fetch;\
+    window.fetch = function (url, init) {\
+        sentAuthorizations.push(new Headers((init && init.headers) || {}).get('Authorization'));\
+        return pageFetch.apply(this, arguments);\
+    };";
+
+/// Types `query` into the console, runs it and answers the JSON its result
+/// pane shows (emptied first, so the answer is this run's).
+async fn run_in_console(browser: &mut Browser, query: &str) -> Json {
+    let pane = "document.querySelector('.graphiql-response .CodeMirror').CodeMirror";
+    browser
+        .eval(&format!(
+            "{pane}.setValue(''); \
+             document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror.setValue({}); \
+             document.querySelector('.graphiql-execute-button').click(); true",
+            json!(query)
+        ))
+        .await;
+    browser
+        .wait_for(&format!(
+            "(() => {{ try {{ JSON.parse({pane}.getValue()); return true; }} catch {{ return false; }} }})()"
+        ))
+        .await;
+    let shown = browser.eval(&format!("{pane}.getValue()")).await;
+    serde_json::from_str(shown.as_str().unwrap()).unwrap_or_else(|_| panic!("{shown}"))
+}
+
+#[tokio::test]
+async fn graphql_console_runs_a_query_with_the_callers_token() {
+    let (app, _sink, base) = app_at_localhost().await;
+    let owner = app.owner_token().await;
+    let books = app.create_type(&owner, "book").await;
+    // not public: only a caller with rights sees it
+    let id = app
+        .create(
+            &owner,
+            &books,
+            json!([{"type": "name", "string": "read in the console"}]),
+        )
+        .await;
+    let mut browser = Browser::launch().await;
+    browser.command("Page.enable", json!({})).await;
+    browser
+        .command(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({"source": CONSOLE_RECORDER}),
+        )
+        .await;
+    // a navigation asks for HTML: the endpoint answers the console
+    browser.navigate(&format!("{base}/api/demo/graphql")).await;
+    browser
+        .wait_for("document.querySelector('.graphiql-query-editor .CodeMirror') !== null")
+        .await;
+    assert_eq!(text_of(&mut browser, "#eds-database").await, "demo");
+    let query = "{ book { _id } }";
+
+    // without a token the query runs anonymously and sees no private book
+    let anonymous = run_in_console(&mut browser, query).await;
+    assert!(!anonymous.to_string().contains(&id), "{anonymous}");
+    let anonymous_fetches = browser.eval("sentAuthorizations.length").await.as_u64().unwrap() as usize;
+
+    browser
+        .eval(&format!(
+            "document.querySelector('#eds-token').value = {}",
+            json!(owner)
+        ))
+        .await;
+    browser
+        .eval("document.querySelector('#eds-token-form [type=submit]').click()")
+        .await;
+    assert_eq!(
+        browser.eval("sessionStorage.getItem('eds.graphql.token')").await,
+        json!(owner)
+    );
+    let answer = run_in_console(&mut browser, query).await;
+    browser.screenshot("graphql-console").await;
+    assert_eq!(answer["data"]["book"], json!([{"_id": id}]), "{answer}");
+
+    // the schema's and the query's requests: none with a token before it
+    // was given, every one with it after
+    let sent = browser.eval("sentAuthorizations").await;
+    let (before, after) = sent.as_array().unwrap().split_at(anonymous_fetches);
+    assert!(before.len() >= 2 && before.iter().all(Json::is_null), "{sent}");
+    let bearer = json!(format!("Bearer {owner}"));
+    assert!(!after.is_empty() && after.iter().all(|sent| *sent == bearer), "{sent}");
+    // a dialog locks scrolling with a style element it adds: the policy lets it apply
+    browser
+        .eval("document.querySelector('[aria-label=\"Open settings dialog\"]').click(); true")
+        .await;
+    browser
+        .wait_for(
+            "document.querySelector('[role=dialog]') !== null && getComputedStyle(document.body).overflow === 'hidden'",
+        )
+        .await;
+    assert_eq!(browser.eval("cspViolations").await, json!([]));
+}
