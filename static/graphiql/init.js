@@ -58,7 +58,14 @@
   function render(token) {
     status.textContent = token ? "Queries carry this token." : "No token: queries run anonymously.";
     // a new fetcher makes GraphiQL load the schema again, as this caller sees it
-    root.render(React.createElement(GraphiQL, { fetcher: fetcherWith(token), defaultEditorToolsVisibility: false }));
+    // no headers editor: the token field is the one way to send credentials
+    root.render(
+      React.createElement(GraphiQL, {
+        fetcher: fetcherWith(token),
+        isHeadersEditorEnabled: false,
+        defaultEditorToolsVisibility: false,
+      })
+    );
   }
 
   form.addEventListener("submit", function (event) {
