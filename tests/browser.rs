@@ -322,3 +322,131 @@ async fn a_page_with_event_source_and_a_stream_ticket_sees_a_change_made_through
         ))
         .await;
 }
+
+/// Installed before any script of a page: records the page's CSP
+/// violations and the `Authorization` header of each `fetch` it makes.
+const CONSOLE_RECORDER: &str = "window.cspViolations = []; window.sentAuthorizations = [];\
+    document.addEventListener('securitypolicyviolation', event =>\
+        cspViolations.push(event.effectiveDirective + ' ' + event.blockedURI));\
+    const pageFetch = window.fetch;\
+    window.fetch = function (url, init) {\
+        sentAuthorizations.push(new Headers((init && init.headers) || {}).get('Authorization'));\
+        return pageFetch.apply(this, arguments);\
+    };";
+
+/// Waits until the console's editors are on the page.
+async fn wait_for_console(browser: &mut Browser) {
+    browser
+        .wait_for("document.querySelector('.graphiql-query-editor .CodeMirror') !== null")
+        .await;
+}
+
+/// Types `query` into the console, runs it and answers the JSON its result
+/// pane shows (emptied first, so the answer is this run's).
+async fn run_in_console(browser: &mut Browser, query: &str) -> Json {
+    let pane = "document.querySelector('.graphiql-response .CodeMirror').CodeMirror";
+    browser
+        .eval(&format!(
+            "{pane}.setValue(''); \
+             document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror.setValue({}); \
+             document.querySelector('.graphiql-execute-button').click(); true",
+            json!(query)
+        ))
+        .await;
+    browser
+        .wait_for(&format!(
+            "(() => {{ try {{ JSON.parse({pane}.getValue()); return true; }} catch {{ return false; }} }})()"
+        ))
+        .await;
+    let shown = browser.eval(&format!("{pane}.getValue()")).await;
+    serde_json::from_str(shown.as_str().unwrap()).unwrap_or_else(|_| panic!("{shown}"))
+}
+
+#[tokio::test]
+async fn graphql_console_runs_a_query_with_the_callers_token() {
+    let (app, _sink, base) = app_at_localhost().await;
+    let owner = app.owner_token().await;
+    let books = app.create_type(&owner, "book").await;
+    // not public: only a caller with rights sees it
+    let id = app
+        .create(
+            &owner,
+            &books,
+            json!([{"type": "name", "string": "read in the console"}]),
+        )
+        .await;
+    let mut browser = Browser::launch().await;
+    browser.command("Page.enable", json!({})).await;
+    browser
+        .command(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({"source": CONSOLE_RECORDER}),
+        )
+        .await;
+    // a navigation asks for HTML: the endpoint answers the console
+    browser.navigate(&format!("{base}/api/demo/graphql")).await;
+    wait_for_console(&mut browser).await;
+    assert_eq!(text_of(&mut browser, "#eds-database").await, "demo");
+    let query = "{ book { _id } }";
+
+    // without a token the query runs anonymously and sees no private book
+    let anonymous = run_in_console(&mut browser, query).await;
+    assert!(!anonymous.to_string().contains(&id), "{anonymous}");
+    let sent = browser.eval("sentAuthorizations").await;
+    let sent = sent.as_array().unwrap();
+    assert!(
+        sent.len() >= 2 && sent.iter().all(Json::is_null),
+        "schema and query, anonymous: {sent:?}"
+    );
+
+    browser
+        .eval(&format!(
+            "document.querySelector('#eds-token').value = {}",
+            json!(owner)
+        ))
+        .await;
+    browser
+        .eval("document.querySelector('#eds-token-form [type=submit]').click()")
+        .await;
+    assert_eq!(
+        browser.eval("sessionStorage.getItem('eds.graphql.token')").await,
+        json!(owner)
+    );
+    // the tab keeps the token: a page loaded afresh (here with the trailing
+    // `/` the API ignores) queries with it from its first request
+    browser.navigate(&format!("{base}/api/demo/graphql/")).await;
+    wait_for_console(&mut browser).await;
+    let answer = run_in_console(&mut browser, query).await;
+    browser.screenshot("graphql-console").await;
+    assert_eq!(answer["data"]["book"], json!([{"_id": id}]), "{answer}");
+    let sent = browser.eval("sentAuthorizations").await;
+    let sent = sent.as_array().unwrap();
+    let bearer = json!(format!("Bearer {owner}"));
+    assert!(
+        sent.len() >= 2 && sent.iter().all(|sent| *sent == bearer),
+        "schema and query, with the token: {sent:?}"
+    );
+
+    // forgotten, the token goes with no request any more
+    browser
+        .eval("document.querySelector('#eds-token-forget').click()")
+        .await;
+    assert_eq!(
+        browser.eval("sessionStorage.getItem('eds.graphql.token')").await,
+        Json::Null
+    );
+    let forgotten = run_in_console(&mut browser, query).await;
+    assert!(!forgotten.to_string().contains(&id), "{forgotten}");
+    assert_eq!(browser.eval("sentAuthorizations.at(-1)").await, Json::Null);
+
+    // a dialog locks scrolling with a style element it adds: the policy lets it apply
+    browser
+        .eval("document.querySelector('[aria-label=\"Open settings dialog\"]').click(); true")
+        .await;
+    browser
+        .wait_for(
+            "document.querySelector('[role=dialog]') !== null && getComputedStyle(document.body).overflow === 'hidden'",
+        )
+        .await;
+    assert_eq!(browser.eval("cspViolations").await, json!([]));
+}

@@ -1,7 +1,7 @@
 //! `POST /api/{db}/graphql` and `GET /api/{db}/graphql?query=…&variables=…`:
 //! the HTTP side of `crate::graphql` (the caller, the request, the status).
 
-use actix_web::http::StatusCode;
+use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
@@ -75,7 +75,7 @@ struct GetParams {
         ("operationName" = Option<String>, Query, description = "The operation to run"),
     ),
     responses(
-        (status = 200, description = "`data`, and `errors` for the fields that failed", body = Object,
+        (status = 200, description = "`data`, and `errors` for the fields that failed; with `Accept: text/html`, the query console page", body = Object,
          example = json!({"data": {"book": [{"_id": "6571f3a4c2b9e8d7f6a5b4c3", "title": [{"string": "Dune"}]}]}})),
         (status = 400, description = "No `query`, malformed `variables`, or a document refused as by POST", body = Object),
         (status = 401, response = inline(InvalidToken)),
@@ -91,7 +91,15 @@ pub async fn get(
     db: web::Path<String>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    // console: text/html GET is served by the console page (merged separately)
+    // a browser opening the address gets the query console
+    let wants_page = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|accept| accept.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/html"));
+    if wants_page {
+        return Ok(super::graphql_console::page(&db));
+    }
     let params: GetParams = match serde_urlencoded::from_str(req.query_string()) {
         Ok(params) => params,
         Err(_) => return Ok(answer(Answer::refused(400, "invalid_query", "Malformed query string"))),

@@ -22,6 +22,7 @@ mod formulas;
 mod graphql;
 mod graphql_rights;
 mod graphql_writes;
+mod graphql_console;
 mod groups;
 mod inherited_owners;
 mod invitations;
