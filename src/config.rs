@@ -61,10 +61,9 @@ pub struct DatabaseSettings {
     pub direct_url: String,
 }
 
-/// GraphQL (`/api/{db}/graphql`): bounds of one document.
+/// GraphQL's bounds of one document (`max_depth`: introspection not counted).
 #[derive(Debug, Clone, Deserialize)]
 pub struct GraphqlSettings {
-    /// Deepest field nesting (introspection fields not counted).
     pub max_depth: usize,
     /// Highest cost: a field 1 plus its selection, a type's list its `limit` times that.
     pub max_complexity: u64,

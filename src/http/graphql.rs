@@ -98,7 +98,7 @@ pub async fn get(
         .and_then(|accept| accept.to_str().ok())
         .is_some_and(|accept| accept.contains("text/html"));
     if wants_page {
-        return Ok(super::graphql_console::page(&db));
+        return Ok(super::views::graphql_console::page(&db));
     }
     let params: GetParams = match serde_urlencoded::from_str(req.query_string()) {
         Ok(params) => params,

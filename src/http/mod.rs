@@ -10,7 +10,6 @@ pub mod entity;
 pub mod files;
 pub mod forms;
 pub mod graphql;
-pub mod graphql_console;
 pub mod health;
 pub mod list;
 pub mod mcp;

@@ -60,7 +60,7 @@ endpoint_table! {
     GET "/metrics" => metrics::read,
     GET "/docs" => openapi::docs_page,
     GET "/docs/{file}" => openapi::docs_asset,
-    GET "/graphql-console/{file}" => super::graphql_console::asset,
+    GET "/graphql-console/{file}" => super::views::graphql_console::asset,
     // Before `/api/{db}`, which would take `openapi.json` for a database name.
     GET "/api/openapi.json" => openapi::document,
     GET "/api/auth" => auth::authenticate,

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use actix_web::body::MessageBody;
-use eds::http::graphql_console;
+use eds::http::views::graphql_console;
 use reqwest::header::ACCEPT;
 use serde_json::Value as Json;
 

@@ -9,6 +9,7 @@
 pub mod auth;
 pub mod consent;
 pub mod files;
+pub mod graphql_console;
 pub mod mcp;
 pub mod oauth;
 pub mod pages;

@@ -6,10 +6,10 @@
 use actix_web::http::header::{self, ContentType};
 use actix_web::{HttpResponse, web};
 
-use super::views::pages::escape;
+use super::pages::escape;
 use crate::error::{ApiError, ErrorBody};
 
-const PAGE: &str = include_str!("../../static/graphiql/console.html");
+const PAGE: &str = include_str!("../../../static/graphiql/console.html");
 
 /// Scripts and styles from this server only. GraphiQL's dialogs and menus
 /// add `<style>` elements as they open (to lock scrolling), hence
@@ -25,25 +25,25 @@ const ASSETS: [(&str, &str, &[u8]); 6] = [
     (
         "react.production.min.js",
         JS,
-        include_bytes!("../../static/graphiql/react.production.min.js"),
+        include_bytes!("../../../static/graphiql/react.production.min.js"),
     ),
     (
         "react-dom.production.min.js",
         JS,
-        include_bytes!("../../static/graphiql/react-dom.production.min.js"),
+        include_bytes!("../../../static/graphiql/react-dom.production.min.js"),
     ),
     (
         "graphiql.min.js",
         JS,
-        include_bytes!("../../static/graphiql/graphiql.min.js"),
+        include_bytes!("../../../static/graphiql/graphiql.min.js"),
     ),
     (
         "graphiql.min.css",
         CSS,
-        include_bytes!("../../static/graphiql/graphiql.min.css"),
+        include_bytes!("../../../static/graphiql/graphiql.min.css"),
     ),
-    ("init.js", JS, include_bytes!("../../static/graphiql/init.js")),
-    ("console.css", CSS, include_bytes!("../../static/graphiql/console.css")),
+    ("init.js", JS, include_bytes!("../../../static/graphiql/init.js")),
+    ("console.css", CSS, include_bytes!("../../../static/graphiql/console.css")),
 ];
 
 /// The console page of `db`, which posts its queries back to the URL it was
