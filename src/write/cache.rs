@@ -29,6 +29,9 @@ pub(super) struct TransactionCache {
     pub counters: CounterCache,
     /// New entities not stored yet: stored before anything else may read them.
     pub pending: PendingCreates,
+    /// Entities found live, which a value may reference; forgotten with the
+    /// rest on a delete or a restore.
+    pub live: HashSet<String>,
 }
 
 impl TransactionCache {
