@@ -112,13 +112,15 @@ async fn run(
 }
 
 /// The plain additions `operations` start with, to distinct entities
-/// (a second addition to one is judged on what the first left).
+/// (a second addition to one is judged on what the first left), at most
+/// [`batch_adds::LONGEST_RUN`] of them.
 fn plain_run<'a>(operations: &'a [BatchOp], actor: &str) -> Vec<(&'a str, &'a [ValueInput])> {
     let mut targets = HashSet::new();
     operations
         .iter()
         .map_while(|operation| batch_adds::plain_target(operation, actor).map(|id| (id, operation.values())))
         .take_while(|(id, _)| targets.insert(*id))
+        .take(batch_adds::LONGEST_RUN)
         .collect()
 }
 

@@ -350,3 +350,41 @@ async fn batch_run_second_add_to_an_entity_sees_the_first() {
     assert_eq!(exhibits_seen(&m.app, visitor_token).await, (EXHIBITS - 1) as u64);
     projections_are_rebuilds(&m.app, &m.exhibits).await;
 }
+
+#[tokio::test]
+async fn batch_run_longer_than_one_part_is_written_whole() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let (visitor, key) = app.add_person(&owner, "Visitor").await;
+    let visitor_token = app.token_for(&key).await;
+    let item = app.create_type(&owner, "item").await;
+    // more than one part of a run, and a refusal in the last one
+    let count = 600;
+    let creates: Vec<Json> = (0..count)
+        .map(|i| json!({"op": "create", "properties": [{"type": "_type", "reference": item}, {"type": "name", "string": format!("item {i}")}]}))
+        .collect();
+    let (status, body) = batch(&app, &owner, Json::Array(creates)).await;
+    assert_eq!(status, 200, "{body}");
+    let items: Vec<String> = body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|result| result["_id"].as_str().unwrap().to_owned())
+        .collect();
+    let mut operations = grants(&items, &visitor);
+    let seen = || async {
+        app.get("/api/demo/entity?_type.string=item&limit=1", &visitor_token)
+            .await
+            .1["count"]
+            .clone()
+    };
+    operations[550]["entity"] = json!(NO_ENTITY);
+    let (status, body) = batch(&app, &owner, Json::Array(operations.clone())).await;
+    assert_eq!((status, &body["operation"]), (404, &json!(550)), "{body}");
+    assert_eq!(seen().await, 0, "nothing written");
+    operations[550]["entity"] = json!(items[550]);
+    let (status, body) = batch(&app, &owner, Json::Array(operations)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["results"].as_array().unwrap().len(), count);
+    assert_eq!(seen().await, count);
+}
