@@ -90,6 +90,31 @@ pub async fn live_entities(conn: &mut AsyncPgConnection, db: &str, ids: &[String
         .await
 }
 
+/// The live ones of entities `ids`, locked in id order until the
+/// transaction ends.
+pub async fn lock_live_entities(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<EntityRow>> {
+    entities::table
+        .filter(entities::db.eq(db))
+        .filter(entities::id.eq_any(ids))
+        .filter(entities::deleted_at.is_null())
+        .order(entities::id)
+        .select(EntityRow::as_select())
+        .for_update()
+        .load(conn)
+        .await
+}
+
+/// Those of `ids` that are live entities of `db`.
+pub async fn live_ids(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<String>> {
+    entities::table
+        .filter(entities::db.eq(db))
+        .filter(entities::id.eq_any(ids))
+        .filter(entities::deleted_at.is_null())
+        .select(entities::id)
+        .load(conn)
+        .await
+}
+
 /// The live ones of entities `ids` that no other transaction holds, in id
 /// order, locked until this transaction ends; those held are left out
 /// rather than waited for.

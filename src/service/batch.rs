@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use serde_json::Value as Json;
 
 use crate::error::ApiError;
+use crate::model::value::ValueInput;
 use crate::service::batch_body::{self, BatchLimits};
 use crate::service::bodies::batch::Batched;
 use crate::service::bodies::writes::{Deleted, Written};
@@ -33,21 +34,26 @@ pub async fn batch(
     let batch = batch_body::parse(body, &limits)?;
     for (index, operation) in batch.operations.iter().enumerate() {
         entities::refuse_oauth_credentials(caller, operation.values()).map_err(|error| error.in_operation(index))?;
-        // the webhook rules, on new entities and on those named by id (one
-        // named `$name` was checked at its create)
-        let written = match operation {
-            BatchOp::Create { .. } => Some(None),
+        // the webhook rules, on new entities, on those named by id, and on
+        // those named `$name` as the create that makes them left them
+        let checked = match operation {
+            BatchOp::Create { .. } => webhooks::check_write(service, caller, db, None, operation.values()).await,
             BatchOp::Add {
                 entity: EntityId::Id(id),
+                values,
                 ..
-            } => Some(Some(id.as_str())),
-            _ => None,
+            } => webhooks::check_write(service, caller, db, Some(id), values).await,
+            BatchOp::Add {
+                entity: EntityId::Ref(name),
+                values,
+                ..
+            } => {
+                let created = created_as(&batch.operations[..index], name);
+                webhooks::check_write_to_created(service, caller, db, created, values).await
+            }
+            _ => Ok(()),
         };
-        if let Some(entity) = written {
-            webhooks::check_write(service, caller, db, entity, operation.values())
-                .await
-                .map_err(|error| error.in_operation(index))?;
-        }
+        checked.map_err(|error| error.in_operation(index))?;
     }
     let dry_run = batch.dry_run;
     let retry = retry.filter(|_| !dry_run);
@@ -107,15 +113,8 @@ async fn charge_invitations(
                 values,
                 ..
             } => {
-                let created = batch.operations[..index].iter().find_map(|earlier| match earlier {
-                    BatchOp::Create {
-                        name: Some(defined),
-                        values,
-                        ..
-                    } if defined == name => Some(values.as_slice()),
-                    _ => None,
-                });
-                invitations::charge_new(service, caller, db, created.unwrap_or_default(), values)
+                let created = created_as(&batch.operations[..index], name);
+                invitations::charge_new(service, caller, db, created, values)
             }
             _ => Ok(None),
         };
@@ -130,6 +129,20 @@ async fn charge_invitations(
         }
     }
     Ok(charges)
+}
+
+/// The values of the create among `earlier` that defines `$name` (none
+/// when none does: the writer refuses that operation).
+fn created_as<'a>(earlier: &'a [BatchOp], name: &str) -> &'a [ValueInput] {
+    let created = earlier.iter().find_map(|operation| match operation {
+        BatchOp::Create {
+            name: Some(defined),
+            values,
+            ..
+        } if defined == name => Some(values.as_slice()),
+        _ => None,
+    });
+    created.unwrap_or_default()
 }
 
 /// One operation's result as its single route answers it: written values

@@ -63,6 +63,44 @@ pub async fn check_write(
             service.webhooks.settings.max_per_database
         )));
     }
+    check_settings(service, values)
+}
+
+/// Checks values a batch adds to the entity an earlier operation of it
+/// creates with `created`, against the webhook rules as [`check_write`]
+/// checks those added to a webhook (its count was checked at its create).
+pub async fn check_write_to_created(
+    service: &Service,
+    caller: &Caller,
+    db: &str,
+    created: &[ValueInput],
+    values: &[ValueInput],
+) -> Result<(), ApiError> {
+    let writes_secret = values.iter().any(|v| v.prop == "secret");
+    let names_settings = writes_secret || values.iter().any(|v| v.prop == "url" || v.prop == "events");
+    // the add's own `_type`, if any, overwrites the create's
+    let type_id = values
+        .iter()
+        .chain(created)
+        .find_map(|v| match (&v.prop[..], &v.value) {
+            ("_type", Value::Reference(id)) => Some(id.clone()),
+            _ => None,
+        });
+    let Some(type_id) = type_id.filter(|_| names_settings) else {
+        return Ok(());
+    };
+    let mut conn = service.pool.get().await?;
+    if service.webhooks.type_name(&mut conn, db, &type_id).await?.as_deref() != Some(WEBHOOK_TYPE) {
+        return Ok(());
+    }
+    if writes_secret {
+        caller.refuse_oauth_credentials()?;
+    }
+    check_settings(service, values)
+}
+
+/// A webhook's `url` and `events` among `values`.
+fn check_settings(service: &Service, values: &[ValueInput]) -> Result<(), ApiError> {
     for value in values {
         let refusal = match (&value.prop[..], &value.value) {
             ("url", Value::String(url)) => url_refusal(url, service.webhooks.settings.allow_private_targets),

@@ -90,7 +90,8 @@ pub(super) fn require_right(
     }
 }
 
-fn sees(entity: &EntityRow, actor: &str, reach: Reach) -> bool {
+/// Whether `actor`'s write reaches `entity` at all.
+pub(super) fn sees(entity: &EntityRow, actor: &str, reach: Reach) -> bool {
     (reach.sees_itself && entity.id == actor) || can_read(entity.sharing(), &entity.lists(), Some(actor))
 }
 

@@ -1,9 +1,11 @@
 //! `Batch`: creates, additions and deletes applied in order in one
 //! transaction, all or nothing. Each operation runs the single write's own
-//! code (`create`, `add`, `delete`) on the state the earlier ones left, and
-//! `$name` references take the ids of the entities earlier creates made.
+//! code (`create`, `add`, `delete`) on the state the earlier ones left, but
+//! for runs of plain additions, applied together where that leaves the
+//! same (`batch_adds.rs`); `$name` references take the ids of the entities
+//! earlier creates made.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use diesel_async::scoped_futures::ScopedFutureExt;
@@ -11,7 +13,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection};
 
 use super::batch_request::{Batch, BatchOp, EntityId, RefUse};
 use super::cache::TransactionCache;
-use super::{WriteOutcome, add, create, delete};
+use super::{WriteOutcome, add, batch_adds, create, delete};
 use crate::auth::api_key::GeneratedKey;
 use crate::error::{ApiError, ErrorCode};
 use crate::model::API_KEY_PROPERTY;
@@ -82,19 +84,52 @@ async fn run(
 ) -> Result<WriteOutcome, ApiError> {
     let mut refs = BTreeMap::new();
     let mut results = Vec::with_capacity(operations.len());
-    for (index, operation) in operations.into_iter().enumerate() {
-        let wanted = operation.values().iter().filter(|v| v.prop == API_KEY_PROPERTY).count();
-        let op_keys = keys.split_off(keys.len().saturating_sub(wanted));
-        let outcome = apply_operation(conn, cache, db, actor, now, operation, op_keys, &mut refs)
-            .await
-            .map_err(|error| match error.code {
-                // not this operation's refusal: the connection or a deadlock
-                ErrorCode::DatabaseUnavailable | ErrorCode::WriteConflict => error,
-                _ => error.in_operation(index),
-            })?;
-        results.push(if dry_run { without_keys(outcome) } else { outcome });
+    let mut index = 0;
+    while index < operations.len() {
+        let run = plain_run(&operations[index..], actor);
+        if run.len() >= batch_adds::SHORTEST_RUN
+            && let Some(outcomes) = batch_adds::apply_run(conn, cache, db, actor, now, &run)
+                .await
+                .map_err(|error| in_operation(error, index))?
+        {
+            index += outcomes.len();
+            results.extend(outcomes);
+            continue;
+        }
+        // the operation, or the run not applied together, one at a time
+        for _ in 0..run.len().max(1) {
+            let operation = operations[index].clone();
+            let wanted = operation.values().iter().filter(|v| v.prop == API_KEY_PROPERTY).count();
+            let op_keys = keys.split_off(keys.len().saturating_sub(wanted));
+            let outcome = apply_operation(conn, cache, db, actor, now, operation, op_keys, &mut refs)
+                .await
+                .map_err(|error| in_operation(error, index))?;
+            results.push(if dry_run { without_keys(outcome) } else { outcome });
+            index += 1;
+        }
     }
     Ok(WriteOutcome::Batched { results, refs, dry_run })
+}
+
+/// The plain additions `operations` start with, to distinct entities
+/// (a second addition to one is judged on what the first left), at most
+/// [`batch_adds::LONGEST_RUN`] of them.
+fn plain_run<'a>(operations: &'a [BatchOp], actor: &str) -> Vec<(&'a str, &'a [ValueInput])> {
+    let mut targets = HashSet::new();
+    operations
+        .iter()
+        .map_while(|operation| batch_adds::plain_target(operation, actor).map(|id| (id, operation.values())))
+        .take_while(|(id, _)| targets.insert(*id))
+        .take(batch_adds::LONGEST_RUN)
+        .collect()
+}
+
+fn in_operation(error: ApiError, index: usize) -> ApiError {
+    match error.code {
+        // not this operation's refusal: the connection or a deadlock
+        ErrorCode::DatabaseUnavailable | ErrorCode::WriteConflict => error,
+        _ => error.in_operation(index),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -31,6 +31,9 @@ pub(super) struct TransactionCache {
     pub pending: PendingCreates,
     /// Whether webhooks were created since their number was last checked.
     pub new_webhooks: bool,
+    /// Entities found live, which a value may reference; forgotten with the
+    /// rest on a delete or a restore.
+    pub live: HashSet<String>,
 }
 
 impl TransactionCache {

@@ -6,7 +6,7 @@
 //!   `cache.rs`: what one transaction learns, and its writer keeps;
 //! - `create.rs`, `add.rs`, `delete.rs`, `aggregate.rs`, `duplicate.rs`: the
 //!   operations; `batch_ops.rs`: several of them, all or nothing (asked by
-//!   `batch_request.rs`);
+//!   `batch_request.rs`), runs of plain additions together (`batch_adds.rs`);
 //! - `validate.rs`: values against rights and definitions; `replaced.rs`:
 //!   what a write replaces, and the last-`_owner` rule; `counters.rs`:
 //!   numbering;
@@ -19,6 +19,7 @@ mod access;
 mod add;
 mod aggregate;
 mod batch;
+mod batch_adds;
 mod batch_ops;
 mod batch_request;
 mod cache;

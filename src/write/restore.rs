@@ -1,8 +1,9 @@
 //! `Restore`: an entity's values as they were at a moment of its history.
 //! Values live then but not now are written again as new values, values
 //! live now but not then are soft-deleted: history only grows. A deleted
-//! entity is undeleted. Credentials, billing limits and `_created` are never
-//! touched, so a revoked key never comes back.
+//! entity is undeleted, its `_created` with it. Credentials, billing limits
+//! and a live entity's `_created` are never touched, so a revoked key never
+//! comes back.
 
 use std::collections::HashSet;
 
@@ -42,7 +43,8 @@ pub(super) async fn restore(
     let moment = restored_moment(&entity, at, now)?;
     let all = values::all_values(conn, db, entity_id).await?;
     let credential_types = webhook_types(conn, cache, db, &all, moment).await?;
-    let kept = |row: &&ValueRow| !never_restored(row, credential_types);
+    let deleted = entity.deleted_at.is_some();
+    let kept = |row: &&ValueRow| !never_restored(row, credential_types, deleted);
     let then: Vec<&ValueRow> = all.iter().filter(|row| live_at(row, moment)).filter(kept).collect();
     let live: Vec<ValueRow> = all.iter().filter(|row| row.deleted_at.is_none()).cloned().collect();
     let then_ids: HashSet<&str> = then.iter().map(|row| row.id.as_str()).collect();
@@ -57,7 +59,6 @@ pub(super) async fn restore(
         .filter(kept)
         .collect();
 
-    let deleted = entity.deleted_at.is_some();
     let changes_rights = again.iter().chain(&gone).any(|row| needs_owner(&row.prop));
     let needed = if deleted || changes_rights {
         Right::Owner
@@ -171,9 +172,11 @@ async fn webhook_types(
 }
 
 /// Values a restore neither writes again nor deletes: credentials (API
-/// keys, logins, a webhook's `secret`), billing limits and `_created`.
-fn never_restored(row: &ValueRow, is_webhook: bool) -> bool {
-    matches!(row.prop.as_str(), API_KEY_PROPERTY | LOGIN_PROPERTY | "_created")
+/// keys, logins, a webhook's `secret`), billing limits and, but for an
+/// undelete (the deletion took it with the rest), `_created`.
+fn never_restored(row: &ValueRow, is_webhook: bool, undeleting: bool) -> bool {
+    matches!(row.prop.as_str(), API_KEY_PROPERTY | LOGIN_PROPERTY)
+        || (row.prop == "_created" && !undeleting)
         || is_billing_property(&row.prop)
         || (is_webhook && row.prop == "secret")
 }
@@ -247,11 +250,20 @@ mod tests {
     #[test]
     fn credentials_billing_and_created_are_never_restored() {
         for prop in [API_KEY_PROPERTY, LOGIN_PROPERTY, "_created", "billing_entities_limit"] {
-            assert!(never_restored(&value("v", prop), false), "{prop}");
+            assert!(never_restored(&value("v", prop), false, false), "{prop}");
         }
-        assert!(never_restored(&value("v", "secret"), true));
-        assert!(!never_restored(&value("v", "secret"), false));
-        assert!(!never_restored(&value("v", "title"), false));
+        assert!(never_restored(&value("v", "secret"), true, false));
+        assert!(!never_restored(&value("v", "secret"), false, false));
+        assert!(!never_restored(&value("v", "title"), false, false));
+    }
+
+    #[test]
+    fn an_undelete_brings_back_created_but_no_credential() {
+        assert!(!never_restored(&value("v", "_created"), false, true));
+        for prop in [API_KEY_PROPERTY, LOGIN_PROPERTY, "billing_entities_limit"] {
+            assert!(never_restored(&value("v", prop), false, true), "{prop}");
+        }
+        assert!(never_restored(&value("v", "secret"), true, true));
     }
 
     #[test]

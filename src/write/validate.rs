@@ -135,12 +135,15 @@ pub(super) async fn validate(
         if let Value::Reference(referenced) = &input.value
             && referenced != target.entity_id
             && !matches!(input.prop.as_str(), "_type" | "_parent")
-            && !values::entity_exists(conn, target.db, referenced).await?
+            && !cache.live.contains(referenced)
         {
-            return Err(ApiError::new(
-                ErrorCode::InvalidReference,
-                format!("{}: entity {referenced} not found", input.prop),
-            ));
+            if !values::entity_exists(conn, target.db, referenced).await? {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidReference,
+                    format!("{}: entity {referenced} not found", input.prop),
+                ));
+            }
+            cache.live.insert(referenced.clone());
         }
         let mut row = target.new_row(&input.prop, &input.value, input.language.clone());
         if let Value::Counter { step } = input.value {

@@ -10,6 +10,7 @@ mod app_passkeys;
 mod architecture;
 mod auth;
 mod batch;
+mod batch_bulk;
 mod change_log;
 mod changes;
 mod client_metadata;

@@ -290,7 +290,7 @@ async fn restore_undeletes_with_values_before_deletion() {
         .map(|v| v["type"].as_str().unwrap())
         .collect();
     written.sort();
-    assert_eq!(written, ["_owner", "_type", "title", "year"], "{body}");
+    assert_eq!(written, ["_created", "_owner", "_type", "title", "year"], "{body}");
     let entity = read(&app, &owner, &book).await;
     assert_eq!(strings(&entity, "title"), ["Emma"]);
     assert_eq!(entity["year"][0]["number"], 1815);

@@ -28,64 +28,84 @@ pub(super) async fn follow(
     changes: Changes,
     hops: i32,
 ) -> QueryResult<usize> {
+    follow_all(conn, types, db, vec![(id.to_owned(), changes)], hops).await
+}
+
+/// As [`follow`], for the changes of several entities re-projected together:
+/// their heirs and referrers are looked up at once.
+pub(super) async fn follow_all(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    firsts: Vec<(String, Changes)>,
+    hops: i32,
+) -> QueryResult<usize> {
     let mut pending: Vec<String> = Vec::new();
-    let mut done = HashSet::from([id.to_owned()]);
+    let mut done: HashSet<String> = firsts.iter().map(|(id, _)| id.clone()).collect();
     let mut queued = BTreeSet::new();
     // entities fewer may read: formulas reading them are stripped at once
     let mut readers_changed = Vec::new();
-    let mut next = Some((id.to_owned(), changes));
+    let mut next = firsts;
     loop {
-        let (current, changes) = match next.take() {
-            Some(first) => first,
-            None => {
-                let Some(current) = pending.pop() else { break };
-                if !done.insert(current.clone()) {
-                    continue; // a cycle of parents or references
-                }
-                let changes = project_one(conn, types, db, &current, None).await?;
-                (current, changes)
+        if next.is_empty() {
+            let Some(current) = pending.pop() else { break };
+            if !done.insert(current.clone()) {
+                continue; // a cycle of parents or references
             }
+            let changes = project_one(conn, types, db, &current, None).await?;
+            next.push((current, changes));
+        }
+        let changed = |pick: fn(&Changes) -> bool| -> Vec<String> {
+            next.iter()
+                .filter(|(_, changes)| pick(changes))
+                .map(|(id, _)| id.clone())
+                .collect()
         };
-        if changes.rights {
-            let heirs = cascade_rights(conn, db, vec![current.clone()]).await?;
+        let (rights_changed, names_changed) = (changed(|c| c.rights), changed(|c| c.name));
+        if !rights_changed.is_empty() {
+            let heirs = cascade_rights(conn, db, rights_changed).await?;
+            // one re-projected with the others may inherit from one of them:
+            // its readers changed again since
+            let again: HashSet<&String> = heirs.iter().collect();
+            done.retain(|id| !again.contains(id));
             // an heir's own search text and formulas depend on its readers,
             // its referrers' search text on who may read its name
             pending.extend(readers_dependent(conn, db, &heirs).await?);
             pending.extend(referrers(conn, db, &heirs).await?);
             readers_changed.extend(heirs);
         }
-        queued.extend(changes.dependents);
-        if changes.narrowed {
-            readers_changed.push(current.clone());
-        }
-        if changes.name {
-            pending.extend(referrers(conn, db, std::slice::from_ref(&current)).await?);
-        }
-        if !changes.types_to_reproject.is_empty() {
-            // what this transaction learned of those types is out of date
-            types.clear();
-        }
-        for type_id in changes.types_to_reproject {
-            let members = reprojection_queue::members_after(conn, db, &type_id, "", INLINE_MEMBERS + 1).await?;
-            if members.len() <= INLINE_MEMBERS {
-                pending.extend(members);
-            } else if !changes.types_narrowed {
-                reprojection_queue::enqueue(conn, db, &type_id).await?;
-            } else {
-                // Fewer may now see some of what they show, which must hold
-                // at commit: re-projected now, in bulk where they read only
-                // their type, and what follows them as it follows any.
-                let mut after = String::new();
-                loop {
-                    let batch = reprojection_queue::members_after(conn, db, &type_id, &after, BATCH).await?;
-                    let Some(last) = batch.last() else { break };
-                    after = last.clone();
-                    let before = values::live_entities(conn, db, &batch).await?;
-                    let (others, followers) = reproject_plain(conn, types, db, before).await?;
-                    pending.extend(others);
-                    queued.extend(formulas::dependents(conn, db, &followers.read_changed, Vec::new()).await?);
-                    pending.extend(referrers(conn, db, &followers.name_changed).await?);
-                    readers_changed.extend(followers.narrowed);
+        pending.extend(referrers(conn, db, &names_changed).await?);
+        for (current, changes) in std::mem::take(&mut next) {
+            queued.extend(changes.dependents);
+            if changes.narrowed {
+                readers_changed.push(current);
+            }
+            if !changes.types_to_reproject.is_empty() {
+                // what this transaction learned of those types is out of date
+                types.clear();
+            }
+            for type_id in changes.types_to_reproject {
+                let members = reprojection_queue::members_after(conn, db, &type_id, "", INLINE_MEMBERS + 1).await?;
+                if members.len() <= INLINE_MEMBERS {
+                    pending.extend(members);
+                } else if !changes.types_narrowed {
+                    reprojection_queue::enqueue(conn, db, &type_id).await?;
+                } else {
+                    // Fewer may now see some of what they show, which must hold
+                    // at commit: re-projected now, in bulk where they read only
+                    // their type, and what follows them as it follows any.
+                    let mut after = String::new();
+                    loop {
+                        let batch = reprojection_queue::members_after(conn, db, &type_id, &after, BATCH).await?;
+                        let Some(last) = batch.last() else { break };
+                        after = last.clone();
+                        let before = values::live_entities(conn, db, &batch).await?;
+                        let (others, followers) = reproject_plain(conn, types, db, before).await?;
+                        pending.extend(others);
+                        queued.extend(formulas::dependents(conn, db, &followers.read_changed, Vec::new()).await?);
+                        pending.extend(referrers(conn, db, &followers.name_changed).await?);
+                        readers_changed.extend(followers.narrowed);
+                    }
                 }
             }
         }
@@ -154,7 +174,8 @@ type HeirRow = (
 /// columns depend on a parent, so nothing else is rebuilt here. Answers the
 /// descendants whose lists changed.
 async fn cascade_rights(conn: &mut AsyncPgConnection, db: &str, mut changed: Vec<String>) -> QueryResult<Vec<String>> {
-    let mut visited: HashSet<String> = changed.iter().cloned().collect();
+    // the changed ones are not left out: one may inherit from another
+    let mut visited: HashSet<String> = HashSet::new();
     let mut heirs_changed = Vec::new();
     while !changed.is_empty() {
         // Children found through their `_parent` values (a btree probe per

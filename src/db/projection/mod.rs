@@ -6,6 +6,7 @@
 
 mod bulk;
 mod follow;
+mod many;
 mod one;
 mod pending;
 mod rebuild;
@@ -18,6 +19,7 @@ use diesel_async::AsyncPgConnection;
 pub use self::bulk::{Followers, Loaded, insert_plain, reproject_plain};
 use self::follow::follow;
 pub use self::follow::referrers;
+pub use self::many::project_many;
 pub use self::one::NewEntity;
 use self::one::{Changes, project_one};
 pub use self::pending::PendingCreates;

@@ -65,14 +65,40 @@ pub(super) async fn project_one(
         }
         None => store::update(conn, db, &[stored]).await?,
     }
+    let (mut changes, read_by) = changes(conn, types, db, id, previous.as_ref(), &projection, &lists, &rows).await?;
+    // a new entity has no referrers: only what it names can depend on it
+    if let Some(near) = read_by.filter(|near| !(is_new && near.is_empty())) {
+        changes.dependents = formulas::dependents(conn, db, &[id.to_owned()], near).await?;
+    }
+    // nothing inherits from a new entity yet
+    changes.rights &= !is_new;
+    Ok(changes)
+}
+
+/// What changed for others when entity `id`, stored as `previous` (none
+/// when new), was re-projected as `projection` with `lists` from its live
+/// values `rows`; `dependents` left empty. With it, when its document
+/// changed, the entities it names, whose formulas may read it
+/// ([`formulas::dependents`]).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn changes(
+    conn: &mut AsyncPgConnection,
+    types: &mut TypeCache,
+    db: &str,
+    id: &str,
+    previous: Option<&EntityRow>,
+    projection: &Projection,
+    lists: &RightsLists,
+    rows: &[ValueRow],
+) -> QueryResult<(Changes, Option<Vec<String>>)> {
     let mut types_to_reproject = Vec::new();
     let mut types_narrowed = false;
-    let doc_changed = previous.as_ref().is_none_or(|row| row.doc != projection.doc);
-    if let (Some(row), Some(type_id), true) = (&previous, &projection.type_id, doc_changed) {
-        log_formula_changes(conn, types, db, type_id, row, &projection).await?;
+    let doc_changed = previous.is_none_or(|row| row.doc != projection.doc);
+    if let (Some(row), Some(type_id), true) = (previous, &projection.type_id, doc_changed) {
+        log_formula_changes(conn, types, db, type_id, row, projection).await?;
     }
     let is_definition = is_a_definition(conn, types, db, projection.type_id.as_deref()).await?;
-    let was_definition = match previous.as_ref().map(|row| row.type_id.as_deref()) {
+    let was_definition = match previous.map(|row| row.type_id.as_deref()) {
         Some(before) if before != projection.type_id.as_deref() => is_a_definition(conn, types, db, before).await?,
         Some(_) => is_definition,
         None => false,
@@ -80,16 +106,15 @@ pub(super) async fn project_one(
     if doc_changed && (is_definition || was_definition) {
         // a definition: its types' entities show and index values by it
         let mut parents = projection.parent_ids.clone();
-        if let Some(row) = &previous {
+        if let Some(row) = previous {
             parents.extend(row.parent_ids.iter().cloned());
         }
         types_to_reproject.extend(parents);
         // a new definition only shows what was private; one that is no
         // longer a definition leaves its property private
-        types_narrowed = previous
-            .as_ref()
-            .is_some_and(|row| (was_definition && !is_definition) || definition_narrows(row, &projection));
-    } else if let Some(row) = previous.as_ref().filter(|row| row.sharing() != projection.sharing) {
+        types_narrowed =
+            previous.is_some_and(|row| (was_definition && !is_definition) || definition_narrows(row, projection));
+    } else if let Some(row) = previous.filter(|row| row.sharing() != projection.sharing) {
         // a type's sharing caps its definitions' (a no-op for other entities)
         types_to_reproject.push(id.to_owned());
         types_narrowed = projection.sharing < row.sharing();
@@ -100,26 +125,15 @@ pub(super) async fn project_one(
             .filter(|row| !row.prop.starts_with('_'))
             .filter_map(|row| row.reference.clone()),
     );
-    let rights = previous.as_ref().map(EntityRow::lists).as_ref() != Some(&lists);
-    let name = previous
-        .as_ref()
-        .is_some_and(|row| name_changes(row, &projection, &lists));
-    let narrowed = previous.as_ref().is_some_and(|row| narrows(row, &projection, &lists));
-    // a new entity has no referrers: only what it names can depend on it
-    let dependents = if doc_changed && !(is_new && near.is_empty()) {
-        formulas::dependents(conn, db, &[id.to_owned()], near).await?
-    } else {
-        Vec::new()
-    };
-    Ok(Changes {
-        dependents,
-        // nothing inherits from a new entity yet
-        rights: !is_new && rights,
-        name,
-        narrowed,
+    let changes = Changes {
+        dependents: Vec::new(),
+        rights: previous.map(EntityRow::lists).as_ref() != Some(lists),
+        name: previous.is_some_and(|row| name_changes(row, projection, lists)),
+        narrowed: previous.is_some_and(|row| narrows(row, projection, lists)),
         types_to_reproject,
         types_narrowed,
-    })
+    };
+    Ok((changes, doc_changed.then_some(near)))
 }
 
 /// Logs the formula values a re-projection changed as an `update` of the
