@@ -43,7 +43,11 @@ const ASSETS: [(&str, &str, &[u8]); 6] = [
         include_bytes!("../../../static/graphiql/graphiql.min.css"),
     ),
     ("init.js", JS, include_bytes!("../../../static/graphiql/init.js")),
-    ("console.css", CSS, include_bytes!("../../../static/graphiql/console.css")),
+    (
+        "console.css",
+        CSS,
+        include_bytes!("../../../static/graphiql/console.css"),
+    ),
 ];
 
 /// The console page of `db`, which posts its queries back to the URL it was
