@@ -14,7 +14,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::TestApp;
+use support::{Storage, TestApp};
 
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|n| n.parse().ok()).unwrap_or(default)
@@ -52,7 +52,12 @@ where
 async fn main() {
     let seconds = env_number("EDS_BENCH_SECONDS", 5);
     let clients = env_number("EDS_BENCH_CLIENTS", 8);
-    let app = TestApp::start().await;
+    // rate limits off, and REST's answer cache off: both sides compute every answer
+    let overrides = [
+        ("limits.enabled", "false".to_owned()),
+        ("database.answer_cache_bytes", "0".to_owned()),
+    ];
+    let app = TestApp::start_with(Storage::Local, &overrides).await;
     let owner = app.owner_token().await;
     let book = app.create_type(&owner, "book").await;
     app.define(&owner, &book, "title", "string", json!([])).await;
