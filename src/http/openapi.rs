@@ -10,6 +10,7 @@ use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
+use super::views::embedded::{self, EmbeddedFile};
 use super::views::responses::error_response;
 use crate::auth::scope::{WRITE_CHALLENGE, write_refused};
 use crate::error::{ApiError, ErrorBody};
@@ -83,7 +84,7 @@ pub async fn document(served: web::Data<ServedDocument>) -> HttpResponse {
 /// The docs page and the renderer's files, embedded so the binary serves
 /// them offline (versions and licence in static/docs/README.md).
 const DOCS_PAGE: &str = include_str!("../../static/docs/index.html");
-const DOCS_ASSETS: [(&str, &str, &[u8]); 3] = [
+const DOCS_ASSETS: [EmbeddedFile; 3] = [
     (
         "swagger-ui-bundle.js",
         "text/javascript; charset=utf-8",
@@ -133,14 +134,7 @@ pub async fn docs_page() -> HttpResponse {
     )
 )]
 pub async fn docs_asset(file: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    let (_, content_type, bytes) = DOCS_ASSETS
-        .iter()
-        .find(|(name, _, _)| *name == file.as_str())
-        .ok_or_else(ApiError::route_not_found)?;
-    Ok(HttpResponse::Ok()
-        .content_type(*content_type)
-        .insert_header(("Cache-Control", "public, max-age=3600"))
-        .body(*bytes))
+    embedded::serve(&DOCS_ASSETS, &file)
 }
 
 /// Bearer JWTs for the API; API keys go only to `GET /api/auth`.

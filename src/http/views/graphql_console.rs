@@ -6,6 +6,7 @@
 use actix_web::http::header::{self, ContentType};
 use actix_web::{HttpResponse, web};
 
+use super::embedded::{self, EmbeddedFile};
 use super::pages::escape;
 use crate::error::{ApiError, ErrorBody};
 
@@ -21,7 +22,7 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
 
 const JS: &str = "text/javascript; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
-const ASSETS: [(&str, &str, &[u8]); 6] = [
+const ASSETS: [EmbeddedFile; 6] = [
     (
         "react.production.min.js",
         JS,
@@ -82,13 +83,5 @@ pub fn page(db: &str) -> HttpResponse {
     )
 )]
 pub async fn asset(file: web::Path<String>) -> Result<HttpResponse, ApiError> {
-    let (_, content_type, bytes) = ASSETS
-        .iter()
-        .find(|(name, _, _)| *name == file.as_str())
-        .ok_or_else(ApiError::route_not_found)?;
-    Ok(HttpResponse::Ok()
-        .content_type(*content_type)
-        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-        .insert_header((header::CACHE_CONTROL, "public, max-age=3600"))
-        .body(*bytes))
+    embedded::serve(&ASSETS, &file)
 }

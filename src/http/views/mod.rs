@@ -8,6 +8,7 @@
 
 pub mod auth;
 pub mod consent;
+pub mod embedded;
 pub mod files;
 pub mod graphql_console;
 pub mod mcp;
