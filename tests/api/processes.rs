@@ -474,3 +474,49 @@ async fn writes_of_two_processes_locking_the_same_rows_keys_and_counter_in_any_o
     }
     assert_eq!(wrong, Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn batches_of_two_processes_touching_the_same_entities_in_opposite_orders_all_pass() {
+    let pair = pair().await;
+    let entity_url = format!("{}/api/demo/entity", pair.urls[0]);
+    let mut ids = Vec::new();
+    for name in ["first", "second"] {
+        let values = json!([{"type": "_type", "reference": pair.entity_type}, {"type": "name", "string": name}]);
+        let created = call_json(&pair.http, &entity_url, &pair.token, Some(&values)).await;
+        ids.push(
+            created["_id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{created}"))
+                .to_owned(),
+        );
+    }
+    let add = |id: &str, run: usize| json!({"op": "add", "entity": id, "properties": [{"type": "name", "string": format!("run {run}")}]});
+    // each process runs batches in both orders, all at once
+    let runs = (0..12).map(|run| {
+        let operations = if run % 2 == 0 {
+            json!([add(&ids[0], run), add(&ids[1], run)])
+        } else {
+            json!([add(&ids[1], run), add(&ids[0], run)])
+        };
+        let url = format!("{}/api/demo/batch", pair.urls[run / 2 % 2]);
+        let (http, token) = (pair.http.clone(), pair.token.clone());
+        async move {
+            let response = http
+                .post(url)
+                .bearer_auth(token)
+                .json(&json!({"operations": operations}))
+                .send()
+                .await
+                .unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    });
+    for (status, body) in futures_util::future::join_all(runs).await {
+        assert_eq!(status, 200, "{body}");
+    }
+    for id in &ids {
+        let read = call_json(&pair.http, &format!("{}/{id}", entity_url), &pair.token, None).await;
+        let names = read["entity"]["name"].as_array().unwrap_or_else(|| panic!("{read}"));
+        assert_eq!(names.len(), 13, "{read}");
+    }
+}
