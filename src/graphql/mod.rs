@@ -13,10 +13,12 @@ pub mod schema;
 
 use std::sync::Arc;
 
-use async_graphql::parser::types::OperationType;
+use async_graphql::parser::types::{OperationDefinition, OperationType, Selection};
 use async_graphql::{ErrorExtensions, Variables};
+use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::{Map, Value as Json, json};
+use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 use crate::service::{Caller, Service};
@@ -53,19 +55,20 @@ pub struct GraphqlRequest {
     pub operation_name: Option<String>,
 }
 
-/// An answer: its HTTP status and GraphQL body.
+/// An answer: its HTTP status and GraphQL body, as JSON text.
 pub struct Answer {
     pub status: u16,
-    pub body: Json,
+    pub body: Bytes,
 }
 
 impl Answer {
     /// A request refused whole: `status` with one error carrying `code`.
     pub fn refused(status: u16, code: &str, message: impl Into<String>) -> Answer {
         let message = message.into();
+        let body = json!({"errors": [{"message": message, "extensions": {"code": code, "status": status}}]});
         Answer {
             status,
-            body: json!({"errors": [{"message": message, "extensions": {"code": code, "status": status}}]}),
+            body: Bytes::from(body.to_string()),
         }
     }
 }
@@ -138,7 +141,12 @@ impl Graphql {
                 too_complex.message(&self.limits),
             ));
         }
-        let schema = self.schemas.schema(service, &caller, db).await?;
+        let introspection = introspection_only(&operation.node)
+            .then(|| introspection_key(&request.query, &variables, request.operation_name.as_deref()));
+        let built = self.schemas.schema(service, &caller, db).await?;
+        if let Some(body) = introspection.as_ref().and_then(|key| built.introspection(key)) {
+            return Ok(Answer { status: 200, body });
+        }
         let mut executed = async_graphql::Request::new(request.query)
             .variables(Variables::from_json(Json::Object(variables)))
             .data(Exec {
@@ -149,7 +157,7 @@ impl Graphql {
         if let Some(name) = request.operation_name {
             executed = executed.operation_name(name);
         }
-        let response = schema.execute(executed).await;
+        let response = built.schema.execute(executed).await;
         // No data and no operation's error (each carries its REST status):
         // the document did not validate against the schema.
         let refused = response.data == async_graphql::Value::Null
@@ -165,9 +173,36 @@ impl Graphql {
                 error["extensions"]["status"] = json!(400);
             }
         }
+        let body = Bytes::from(body.to_string());
+        if let Some(key) = introspection.filter(|_| response.errors.is_empty()) {
+            built.keep_introspection(key, body.clone());
+        }
         Ok(Answer {
             status: if refused { 400 } else { 200 },
             body,
         })
     }
+}
+
+/// Whether every top-level field of `operation` is an introspection field
+/// (`__schema`, `__type`, `__typename`): its answer depends on the schema alone.
+fn introspection_only(operation: &OperationDefinition) -> bool {
+    let fields = &operation.selection_set.node.items;
+    !fields.is_empty()
+        && fields.iter().all(|selection| match &selection.node {
+            Selection::Field(field) => field.node.name.node.starts_with("__"),
+            _ => false,
+        })
+}
+
+/// The digest an introspection answer is kept under: its document,
+/// variables and operation name.
+fn introspection_key(query: &str, variables: &Map<String, Json>, operation_name: Option<&str>) -> [u8; 32] {
+    let mut digest = Sha256::new();
+    let variables = serde_json::to_string(variables).unwrap_or_default();
+    for part in [query, &variables, operation_name.unwrap_or("")] {
+        digest.update(part.len().to_le_bytes());
+        digest.update(part.as_bytes());
+    }
+    digest.finalize().into()
 }

@@ -135,5 +135,5 @@ fn answer(answer: Answer) -> HttpResponse {
     if status == StatusCode::METHOD_NOT_ALLOWED {
         response.insert_header(("Allow", "POST"));
     }
-    response.json(answer.body)
+    response.content_type("application/json").body(answer.body)
 }

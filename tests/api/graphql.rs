@@ -323,6 +323,48 @@ async fn graphql_introspection_works() {
     assert_eq!(answer["data"]["__schema"]["mutationType"]["name"], "Mutation");
 }
 
+#[tokio::test]
+async fn graphql_introspection_answer_kept_follows_type_changes_and_views() {
+    let app = TestApp::start().await;
+    let owner = app.owner_token().await;
+    let book = app.create_type(&owner, "book").await;
+    let type_names = |answer: &Json| -> Vec<String> {
+        (answer["data"]["__schema"]["types"].as_array())
+            .unwrap_or_else(|| panic!("types: {answer}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (_, first) = gql(&app, Some(&owner), INTROSPECTION, json!({})).await;
+    let (_, again) = gql(&app, Some(&owner), INTROSPECTION, json!({})).await;
+    assert_eq!(first, again, "the same schema answers the same");
+    assert!(type_names(&first).contains(&"T_book".to_owned()));
+    assert!(!type_names(&first).contains(&"T_magazine".to_owned()));
+
+    app.create_type(&owner, "magazine").await;
+    let (_, after) = gql(&app, Some(&owner), INTROSPECTION, json!({})).await;
+    assert!(
+        type_names(&after).contains(&"T_magazine".to_owned()),
+        "a new type is introspected at once"
+    );
+
+    // a field of the same document over data is never served from the kept answer
+    app.define(&owner, &book, "title", "string", json!([])).await;
+    app.create(&owner, &book, json!([{"type": "title", "string": "Dune"}]))
+        .await;
+    let mixed = "{ __typename book { title { string } } }";
+    let (status, answer) = gql(&app, Some(&owner), mixed, json!({})).await;
+    assert_eq!(
+        (status, &answer["data"]["book"][0]["title"][0]["string"]),
+        (200, &json!("Dune")),
+        "{answer}"
+    );
+
+    // a caller who sees no types gets the schema of what it sees, not the owner's
+    let (_, anonymous) = gql(&app, None, INTROSPECTION, json!({})).await;
+    assert!(!type_names(&anonymous).contains(&"T_book".to_owned()), "{anonymous}");
+}
+
 /// The introspection query GraphiQL and most clients send.
 const INTROSPECTION: &str = "query IntrospectionQuery {
   __schema {
