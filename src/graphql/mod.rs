@@ -44,6 +44,20 @@ pub fn api_error(error: ApiError) -> async_graphql::Error {
     })
 }
 
+/// A root field's answer: its error, if any, goes into `errors` with the
+/// field's path and the field answers null, as GraphQL has it (the dynamic
+/// schema would drop the field from `data` and the path from the error).
+pub async fn null_on_error<'a, R: Into<async_graphql::dynamic::FieldValue<'a>>>(
+    ctx: &async_graphql::dynamic::ResolverContext<'_>,
+    answer: impl Future<Output = Result<Option<R>, async_graphql::Error>>,
+) -> Result<Option<R>, async_graphql::Error> {
+    Ok(answer.await.unwrap_or_else(|error| {
+        let error = ctx.ctx.set_error_path(error.into_server_error(ctx.ctx.item.pos));
+        ctx.ctx.add_error(error);
+        None
+    }))
+}
+
 /// A request: the document, its variables, the operation to run.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]

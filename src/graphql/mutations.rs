@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{Value as Json, json};
 
 use super::names::JSON;
-use super::{Exec, api_error};
+use super::{Exec, api_error, null_on_error};
 use crate::error::ApiError;
 use crate::model::value::parse_values;
 use crate::service::{batch, entities, restore, values};
@@ -19,9 +19,12 @@ pub fn root() -> Object {
         .field(
             Field::new("create", TypeRef::named(JSON), |ctx| {
                 FieldFuture::new(async move {
-                    let exec = writer(&ctx)?;
-                    let values = parse_values(&json_argument(&ctx, "properties")?).map_err(api_error)?;
-                    answer(entities::create(&exec.service, &exec.caller, &exec.db, values, None).await)
+                    null_on_error(&ctx, async {
+                        let exec = writer(&ctx)?;
+                        let values = parse_values(&json_argument(&ctx, "properties")?).map_err(api_error)?;
+                        answer(entities::create(&exec.service, &exec.caller, &exec.db, values, None).await)
+                    })
+                    .await
                 })
             })
             .argument(InputValue::new("properties", TypeRef::named_nn(JSON)))
@@ -30,10 +33,13 @@ pub fn root() -> Object {
         .field(
             Field::new("add", TypeRef::named(JSON), |ctx| {
                 FieldFuture::new(async move {
-                    let exec = writer(&ctx)?;
-                    let id = ctx.args.try_get("_id")?.string()?.to_owned();
-                    let values = parse_values(&json_argument(&ctx, "properties")?).map_err(api_error)?;
-                    answer(entities::add_values(&exec.service, &exec.caller, &exec.db, id, values, None).await)
+                    null_on_error(&ctx, async {
+                        let exec = writer(&ctx)?;
+                        let id = ctx.args.try_get("_id")?.string()?.to_owned();
+                        let values = parse_values(&json_argument(&ctx, "properties")?).map_err(api_error)?;
+                        answer(entities::add_values(&exec.service, &exec.caller, &exec.db, id, values, None).await)
+                    })
+                    .await
                 })
             })
             .argument(InputValue::new("_id", TypeRef::named_nn(TypeRef::STRING)))
@@ -43,9 +49,12 @@ pub fn root() -> Object {
         .field(
             Field::new("deleteProperty", TypeRef::named(JSON), |ctx| {
                 FieldFuture::new(async move {
-                    let exec = writer(&ctx)?;
-                    let id = ctx.args.try_get("_id")?.string()?.to_owned();
-                    answer(values::delete(&exec.service, &exec.caller, &exec.db, id, None).await)
+                    null_on_error(&ctx, async {
+                        let exec = writer(&ctx)?;
+                        let id = ctx.args.try_get("_id")?.string()?.to_owned();
+                        answer(values::delete(&exec.service, &exec.caller, &exec.db, id, None).await)
+                    })
+                    .await
                 })
             })
             .argument(InputValue::new("_id", TypeRef::named_nn(TypeRef::STRING)))
@@ -54,9 +63,12 @@ pub fn root() -> Object {
         .field(
             Field::new("deleteEntity", TypeRef::named(JSON), |ctx| {
                 FieldFuture::new(async move {
-                    let exec = writer(&ctx)?;
-                    let id = ctx.args.try_get("_id")?.string()?.to_owned();
-                    answer(entities::delete(&exec.service, &exec.caller, &exec.db, id, None).await)
+                    null_on_error(&ctx, async {
+                        let exec = writer(&ctx)?;
+                        let id = ctx.args.try_get("_id")?.string()?.to_owned();
+                        answer(entities::delete(&exec.service, &exec.caller, &exec.db, id, None).await)
+                    })
+                    .await
                 })
             })
             .argument(InputValue::new("_id", TypeRef::named_nn(TypeRef::STRING)))
@@ -65,12 +77,15 @@ pub fn root() -> Object {
         .field(
             Field::new("batch", TypeRef::named(JSON), |ctx| {
                 FieldFuture::new(async move {
-                    let exec = writer(&ctx)?;
-                    let mut body = json!({ "operations": json_argument(&ctx, "operations")? });
-                    if let Some(dry_run) = ctx.args.get("dry_run").filter(|dry_run| !dry_run.is_null()) {
-                        body["dry_run"] = Json::Bool(dry_run.boolean()?);
-                    }
-                    answer(batch::batch(&exec.service, &exec.caller, &exec.db, &body, None).await)
+                    null_on_error(&ctx, async {
+                        let exec = writer(&ctx)?;
+                        let mut body = json!({ "operations": json_argument(&ctx, "operations")? });
+                        if let Some(dry_run) = ctx.args.get("dry_run").filter(|dry_run| !dry_run.is_null()) {
+                            body["dry_run"] = Json::Bool(dry_run.boolean()?);
+                        }
+                        answer(batch::batch(&exec.service, &exec.caller, &exec.db, &body, None).await)
+                    })
+                    .await
                 })
             })
             .argument(InputValue::new("operations", TypeRef::named_nn(JSON)))
@@ -80,15 +95,18 @@ pub fn root() -> Object {
         .field(
             Field::new("restore", TypeRef::named(JSON), |ctx| {
                 FieldFuture::new(async move {
-                    let exec = writer(&ctx)?;
-                    let id = ctx.args.try_get("_id")?.string()?.to_owned();
-                    let at = ctx
-                        .args
-                        .get("at")
-                        .filter(|at| !at.is_null())
-                        .map(|at| at.string().map(str::to_owned))
-                        .transpose()?;
-                    answer(restore::restore(&exec.service, &exec.caller, &exec.db, id, at.as_deref(), None).await)
+                    null_on_error(&ctx, async {
+                        let exec = writer(&ctx)?;
+                        let id = ctx.args.try_get("_id")?.string()?.to_owned();
+                        let at = ctx
+                            .args
+                            .get("at")
+                            .filter(|at| !at.is_null())
+                            .map(|at| at.string().map(str::to_owned))
+                            .transpose()?;
+                        answer(restore::restore(&exec.service, &exec.caller, &exec.db, id, at.as_deref(), None).await)
+                    })
+                    .await
                 })
             })
             .argument(InputValue::new("_id", TypeRef::named_nn(TypeRef::STRING)))

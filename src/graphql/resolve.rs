@@ -10,7 +10,7 @@ use async_graphql::{Error, Value};
 use serde_json::Value as Json;
 
 use super::names::{ENTITY, JSON, OTHER};
-use super::{Exec, api_error};
+use super::{Exec, api_error, null_on_error};
 use crate::error::{ApiError, ErrorCode};
 use crate::service::{entities, list, lookups, values};
 
@@ -60,18 +60,21 @@ pub fn list_field(field_name: &str, object_name: &str, type_id: &str) -> Field {
         move |ctx| {
             let type_id = type_id.clone();
             FieldFuture::new(async move {
-                let exec = ctx.data::<Exec>()?;
-                let query = list_query(&type_id, &ctx).map_err(api_error)?;
-                let docs = list::documents(&exec.service, &exec.caller, &exec.db, &query)
-                    .await
-                    .map_err(api_error)?;
-                let referenced = referenced_entities(exec, &ctx, &docs).await?;
-                Ok(Some(FieldValue::list(docs.into_iter().map(|doc| {
-                    FieldValue::owned_any(EntityDoc {
-                        doc,
-                        referenced: referenced.clone(),
-                    })
-                }))))
+                null_on_error(&ctx, async {
+                    let exec = ctx.data::<Exec>()?;
+                    let query = list_query(&type_id, &ctx).map_err(api_error)?;
+                    let docs = list::documents(&exec.service, &exec.caller, &exec.db, &query)
+                        .await
+                        .map_err(api_error)?;
+                    let referenced = referenced_entities(exec, &ctx, &docs).await?;
+                    Ok(Some(FieldValue::list(docs.into_iter().map(|doc| {
+                        FieldValue::owned_any(EntityDoc {
+                            doc,
+                            referenced: referenced.clone(),
+                        })
+                    }))))
+                })
+                .await
             })
         },
     ))
@@ -81,16 +84,19 @@ pub fn list_field(field_name: &str, object_name: &str, type_id: &str) -> Field {
 pub fn entity_field() -> Field {
     Field::new("_entity", TypeRef::named(ENTITY), |ctx| {
         FieldFuture::new(async move {
-            let exec = ctx.data::<Exec>()?;
-            let id = ctx.args.try_get("_id")?.string()?;
-            let doc = entities::read(&exec.service, &exec.caller, &exec.db, id)
-                .await
-                .map_err(api_error)?
-                .entity;
-            let docs = [doc];
-            let referenced = referenced_entities(exec, &ctx, &docs).await?;
-            let [doc] = docs;
-            Ok(Some(EntityDoc { doc, referenced }.typed(ctx.data::<TypeObjects>()?)))
+            null_on_error(&ctx, async {
+                let exec = ctx.data::<Exec>()?;
+                let id = ctx.args.try_get("_id")?.string()?;
+                let doc = entities::read(&exec.service, &exec.caller, &exec.db, id)
+                    .await
+                    .map_err(api_error)?
+                    .entity;
+                let docs = [doc];
+                let referenced = referenced_entities(exec, &ctx, &docs).await?;
+                let [doc] = docs;
+                Ok(Some(EntityDoc { doc, referenced }.typed(ctx.data::<TypeObjects>()?)))
+            })
+            .await
         })
     })
     .argument(InputValue::new("_id", TypeRef::named_nn(TypeRef::STRING)))

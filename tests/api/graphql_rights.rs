@@ -90,10 +90,16 @@ async fn graphql_person_without_rights_sees_no_entity_and_no_type() {
     assert!(!root_fields(&w.app, Some(&w.token)).await.contains(&"book".to_owned()));
     let (rest_status, rest) = w.app.get(&format!("/api/demo/entity/{id}"), &w.token).await;
     assert_eq!(rest_status, 404);
-    let query = "query($id: String!) { _entity(_id: $id) { _id } }";
+    // the failing field alone is null: the document's other fields answer
+    let query = "query($id: String!) { _entity(_id: $id) { _id } __typename }";
     let (status, answer) = gql(&w.app, Some(&w.token), query, json!({"id": id})).await;
     assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["data"]["_entity"], Json::Null);
+    assert_eq!(
+        answer["data"],
+        json!({"_entity": null, "__typename": "Query"}),
+        "{answer}"
+    );
+    assert_eq!(answer["errors"][0]["path"], json!(["_entity"]), "{answer}");
     assert_eq!(code(&answer), rest["error"].as_str().unwrap());
     assert_eq!(answer["errors"][0]["message"], rest["message"]);
     let (status, answer) = gql(&w.app, Some(&w.token), "{ book { _id } }", json!({})).await;
