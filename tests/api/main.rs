@@ -22,6 +22,7 @@ mod files;
 mod formulas;
 mod graphql;
 mod graphql_console;
+mod graphql_generated;
 mod graphql_rights;
 mod graphql_writes;
 mod groups;
