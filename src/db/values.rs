@@ -79,24 +79,24 @@ pub async fn live_entity(
     }
 }
 
-/// The live ones of entities `ids`, in no order.
-pub async fn live_entities(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<EntityRow>> {
+/// The live entities of `db` among `ids`: what the queries below start from.
+#[diesel::dsl::auto_type]
+fn live_among<'a>(db: &'a str, ids: &'a [String]) -> _ {
     entities::table
         .filter(entities::db.eq(db))
         .filter(entities::id.eq_any(ids))
         .filter(entities::deleted_at.is_null())
-        .select(EntityRow::as_select())
-        .load(conn)
-        .await
+}
+
+/// The live ones of entities `ids`, in no order.
+pub async fn live_entities(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<EntityRow>> {
+    live_among(db, ids).select(EntityRow::as_select()).load(conn).await
 }
 
 /// The live ones of entities `ids`, locked in id order until the
 /// transaction ends.
 pub async fn lock_live_entities(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<EntityRow>> {
-    entities::table
-        .filter(entities::db.eq(db))
-        .filter(entities::id.eq_any(ids))
-        .filter(entities::deleted_at.is_null())
+    live_among(db, ids)
         .order(entities::id)
         .select(EntityRow::as_select())
         .for_update()
@@ -106,23 +106,14 @@ pub async fn lock_live_entities(conn: &mut AsyncPgConnection, db: &str, ids: &[S
 
 /// Those of `ids` that are live entities of `db`.
 pub async fn live_ids(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<String>> {
-    entities::table
-        .filter(entities::db.eq(db))
-        .filter(entities::id.eq_any(ids))
-        .filter(entities::deleted_at.is_null())
-        .select(entities::id)
-        .load(conn)
-        .await
+    live_among(db, ids).select(entities::id).load(conn).await
 }
 
 /// The live ones of entities `ids` that no other transaction holds, in id
 /// order, locked until this transaction ends; those held are left out
 /// rather than waited for.
 pub async fn lock_live_unheld(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<EntityRow>> {
-    entities::table
-        .filter(entities::db.eq(db))
-        .filter(entities::id.eq_any(ids))
-        .filter(entities::deleted_at.is_null())
+    live_among(db, ids)
         .order(entities::id)
         .select(EntityRow::as_select())
         .for_update()
