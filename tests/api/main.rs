@@ -25,6 +25,7 @@ mod graphql_console;
 mod graphql_rights;
 mod graphql_writes;
 mod groups;
+mod guide;
 mod inherited_owners;
 mod invitations;
 mod leaks;
