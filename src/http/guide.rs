@@ -12,25 +12,6 @@ use crate::error::{ApiError, ErrorBody};
 /// The directory of the built guide (`docs.guide_dir`).
 pub struct GuideDir(pub PathBuf);
 
-/// The guide's page for each tag of the OpenAPI document, with its title:
-/// the docs page links each group of routes to it.
-pub const TAG_PAGES: [(&str, &str, &str); 10] = [
-    ("service", "api/overview.html", "The API in brief"),
-    ("auth", "api/sign-in.html", "Signing in"),
-    (
-        "entities",
-        "api/writing.html",
-        "Writing (the query language, batches and restore beside it)",
-    ),
-    ("properties", "api/writing.html", "Writing"),
-    ("files", "api/files.html", "Files and thumbnails"),
-    ("usage", "api/overview.html", "The API in brief"),
-    ("databases", "api/sign-in.html", "Signing in (new databases)"),
-    ("oauth", "api/oauth.html", "OAuth 2.1"),
-    ("mcp", "api/mcp.html", "MCP for AI clients"),
-    ("graphql", "api/graphql.html", "GraphQL"),
-];
-
 /// Answered while the guide has not been built next to the server.
 const NOT_BUILT: &str = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
 <title>The guide is not built</title></head><body><h1>The guide is not built here</h1>\
@@ -86,7 +67,8 @@ fn content_type(file: &Path) -> &'static str {
     params(("path" = String, Path, description = "A file of the built guide, e.g. `api/query.html`", example = "api/query.html")),
     responses(
         (status = 200, description = "The page or file, with its content type",
-         content((String = "text/html", example = json!("<!DOCTYPE html><html lang=\"en\">...</html>")), (String = "text/css"), (String = "image/svg+xml"))),
+         content((String = "text/html", example = json!("<!DOCTYPE html><html lang=\"en\">...</html>")), (String = "text/css"),
+             (String = "text/javascript"), (String = "image/svg+xml"), (String = "image/png"), (String = "application/octet-stream"))),
         (status = 404, description = "No such file (JSON), or the guide is not built here (a page)",
          content((ErrorBody = "application/json"), (String = "text/html"))),
     )

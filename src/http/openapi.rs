@@ -11,7 +11,6 @@ use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::guide::TAG_PAGES;
 use super::views::embedded::{self, EmbeddedFile};
 use super::views::responses::error_response;
 use crate::auth::scope::{WRITE_CHALLENGE, write_refused};
@@ -144,6 +143,25 @@ pub async fn docs_page() -> HttpResponse {
 pub async fn docs_asset(file: web::Path<String>) -> Result<HttpResponse, ApiError> {
     embedded::serve(&DOCS_ASSETS, &file)
 }
+
+/// The guide's page for each tag of the OpenAPI document, with its title:
+/// the docs page links each group of routes to it.
+const TAG_PAGES: [(&str, &str, &str); 10] = [
+    ("service", "api/overview.html", "The API in brief"),
+    ("auth", "api/sign-in.html", "Signing in"),
+    (
+        "entities",
+        "api/writing.html",
+        "Writing (the query language, batches and restore beside it)",
+    ),
+    ("properties", "api/writing.html", "Writing"),
+    ("files", "api/files.html", "Files and thumbnails"),
+    ("usage", "api/overview.html", "The API in brief"),
+    ("databases", "api/sign-in.html", "Signing in (new databases)"),
+    ("oauth", "api/oauth.html", "OAuth 2.1"),
+    ("mcp", "api/mcp.html", "MCP for AI clients"),
+    ("graphql", "api/graphql.html", "GraphQL"),
+];
 
 /// Each tag links to its page of the guide the server serves at `/guide/`.
 struct GuidePages;
