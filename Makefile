@@ -5,7 +5,7 @@ CARGO ?= cargo
 TEST_PG_DIR ?= /tmp/eds-test-pg-$(shell pwd | sha256sum | cut -c1-16)
 export EDS_TEST_PG_DIR := $(TEST_PG_DIR)
 
-.PHONY: run test deps build lint bench chaos soak fuzz clean-test-cluster
+.PHONY: run test deps build lint bench chaos soak fuzz docs clean-test-cluster
 
 deps:
 	@scripts/install-deps.sh
@@ -26,7 +26,7 @@ test: lint
 	$(CARGO) test --lib --bins --tests; status=$$?; $(MAKE) --no-print-directory clean-test-cluster; exit $$status
 
 # One benchmark, with the tools it drives: `make bench BENCH=query` (or peer, reproject,
-# rights, thumbnails, counters, batch, changes, graphql); figures and options in the README.
+# rights, thumbnails, counters, batch, changes, graphql); figures and options in the guide (docs/guide/src/performance/).
 BENCH ?= query
 bench: deps
 	@scripts/install-bench-tools.sh
@@ -51,6 +51,15 @@ FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?=
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh $(FUZZ_TARGETS)
+
+# The guide (docs/guide/, mdBook) built into docs/guide/book/, which `eds serve`
+# serves at /guide/; mdBook is installed from crates.io when missing.
+MDBOOK_VERSION ?= 0.5.4
+MDBOOK := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin/mdbook
+docs:
+	@$(MDBOOK) --version 2>/dev/null | grep -qx 'mdbook v$(MDBOOK_VERSION)' || \
+		$(CARGO) install mdbook --locked --version $(MDBOOK_VERSION) --no-default-features --features search
+	$(MDBOOK) build docs/guide
 
 clean-test-cluster:
 	scripts/stop-test-cluster.sh "$(TEST_PG_DIR)"

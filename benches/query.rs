@@ -6,7 +6,7 @@
 //! `eds serve` processes, one with the answer
 //! cache (the default) and one computing every answer, with 32 clients and
 //! with one, and each query's plan is written with `EXPLAIN (ANALYZE,
-//! BUFFERS)` (to `docs/bench/` at the default size, else to a folder under
+//! BUFFERS)` (to `docs/guide/src/performance/` at the default size, else to a folder under
 //! the system's temporary directory).
 //!
 //! `make bench BENCH=query` (installs `wrk` when missing, then runs `cargo
@@ -32,7 +32,7 @@ mod books;
 #[path = "../tests/api/support/mod.rs"]
 mod support;
 
-/// The size whose plans are kept in `docs/bench/`.
+/// The size whose plans are kept in `docs/guide/src/performance/`.
 const DEFAULT_ENTITIES: usize = 1_000_000;
 
 /// How many books refer to the publisher (see [`publisher_with_referrers`]).
@@ -175,7 +175,7 @@ async fn main() {
     ];
     // plans of another size go to a scratch folder, not over the kept ones
     let explain_dir = if count == DEFAULT_ENTITIES {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/bench")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide/src/performance")
     } else {
         std::env::temp_dir().join(format!("eds-bench-plans-{count}"))
     };

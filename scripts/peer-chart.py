@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Draws the eds/PocketBase ratios of a `make bench BENCH=peer` table as an SVG
-bar chart: `scripts/peer-chart.py < bench-output.txt > docs/bench/peer-ratios.svg`.
+bar chart: `scripts/peer-chart.py < bench-output.txt > docs/guide/src/images/peer-ratios.svg`.
 
 Reads the markdown rows the benchmark prints and takes the "eds/PB req/s"
 column of every row that has one; a ratio of 1 (as fast as PocketBase) is

@@ -177,12 +177,14 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
     let json_body_limit = settings.http.json_body_limit_bytes;
     let limits = web::Data::from(state.limits.clone());
     let metrics_token = web::Data::new(http::metrics::MetricsToken(settings.metrics.token.clone()));
+    let guide_dir = web::Data::new(http::guide::GuideDir(settings.docs.guide_dir.clone()));
     let flushed = state.clone();
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
             .app_data(limits.clone())
             .app_data(metrics_token.clone())
+            .app_data(guide_dir.clone())
             .app_data(web::PayloadConfig::new(json_body_limit))
             // the typed extractors (sign-in and OAuth bodies) keep to the same bound
             .app_data(

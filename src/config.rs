@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+pub mod docs;
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct Settings {
     pub http: HttpSettings,
@@ -23,6 +25,7 @@ pub struct Settings {
     pub webhooks: WebhookSettings,
     pub changes: ChangeSettings,
     pub graphql: GraphqlSettings,
+    pub docs: docs::DocsSettings,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -105,8 +108,7 @@ impl AuthSettings {
     }
 }
 
-/// `list`'s URLs as origins (`scheme://host[:port]`, as browsers send them
-/// in `Origin`); an entry that names none is an error of setting `key`.
+/// `list`'s URLs as origins (`scheme://host[:port]`, as sent in `Origin`); one naming none is an error of `key`.
 fn origins(key: &str, list: &[String]) -> Result<Vec<String>, String> {
     list.iter()
         .map(|origin| {
@@ -124,14 +126,12 @@ fn origins(key: &str, list: &[String]) -> Result<Vec<String>, String> {
 #[derive(Clone, Deserialize)]
 pub struct WebauthnSettings {
     pub rp_id: String,
-    /// The origins ceremonies run at: the passkey pages' and the apps'
-    /// running the JSON ceremony. Empty: `http.public_url`.
+    /// Where ceremonies run: the passkey pages' origin and the JSON ceremony's apps'. Empty: `http.public_url`.
     #[serde(deserialize_with = "list_or_comma_separated")]
     pub origin: Vec<String>,
 }
 
-/// An OpenID Connect provider this service signs people in with; without a
-/// `client_id` it is not offered.
+/// An OpenID Connect provider to sign people in with; without a `client_id` it is not offered.
 #[derive(Clone, Deserialize)]
 pub struct OidcClientSettings {
     pub issuer: String,
@@ -139,8 +139,7 @@ pub struct OidcClientSettings {
     pub client_secret: String,
 }
 
-/// Sign in with Apple: its client secret is a JWT signed (ES256) with the
-/// team's key, made fresh for each use.
+/// Sign in with Apple: its client secret is a JWT signed (ES256) with the team's key, made fresh for each use.
 #[derive(Clone, Deserialize)]
 pub struct AppleSettings {
     pub issuer: String,

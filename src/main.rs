@@ -38,7 +38,7 @@ enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Key(KeyCommand),
-    /// Write a database as JSON lines (format: docs/export.md), to stdout or FILE.
+    /// Write a database as JSON lines (format: docs/guide/src/operating/export-format.md), to stdout or FILE.
     Export {
         #[arg(value_name = "NAME")]
         database: String,

@@ -1,13 +1,17 @@
 //! The sign-in pages in a real headless Chromium, end to end: the chooser,
 //! the e-mail form and its mailed link, and passkeys made and used by the
 //! browser's own WebAuthn (a virtual authenticator). Each page is saved as
-//! a screenshot under `target/sign-in-screenshots/` to be looked at.
+//! a screenshot under `target/sign-in-screenshots/` to be looked at; with
+//! `EDS_WRITE_SCREENSHOTS=1` the guide's pictures of the sign-in and consent
+//! pages (and of the original web app) are written anew.
 //!
 //! The app is opened as `http://localhost:PORT`: WebAuthn refuses an IP
 //! address as the relying party, and localhost is a secure context.
 
 #[path = "api/support/mod.rs"]
 mod support;
+#[path = "browser/web_app.rs"]
+mod web_app;
 
 use serde_json::{Value as Json, json};
 use support::browser::Browser;
@@ -85,7 +89,10 @@ async fn the_e_mail_page_signs_in_in_a_real_browser_in_english_and_estonian() {
         browser.navigate(&format!("{base}/api/auth/choose?lang={lang}")).await;
         assert_eq!(browser.eval("document.documentElement.lang").await, lang);
         assert_eq!(text_of(&mut browser, "h1").await, choose);
-        browser.screenshot(&format!("chooser-{lang}")).await;
+        match lang {
+            "en" => browser.screenshot_for_guide("chooser-en", "sign-in").await,
+            _ => browser.screenshot(&format!("chooser-{lang}")).await,
+        }
         // the chooser's e-mail link leads to the form, in the same language
         let link = text_of(&mut browser, "a[href^='e-mail?']").await;
         assert_eq!(link, e_mail);
@@ -279,7 +286,7 @@ async fn the_consent_page_allows_in_a_real_browser_and_its_redirect_to_the_clien
         .wait_for("document.querySelector('h1')?.innerText === 'Allow access?'")
         .await;
     assert_eq!(text_of(&mut browser, "q.client-words").await, "Browser client");
-    browser.screenshot("consent-en").await;
+    browser.screenshot_for_guide("consent-en", "consent").await;
     browser.eval("document.querySelector('form button').click()").await;
     let back = format!("{redirect_uri}?code=");
     browser

@@ -18,7 +18,7 @@
 //!   processes answer again by themselves after the last fault.
 //!
 //! `EDS_CHAOS_SECONDS` (default 12) sets how long the load runs: the long run
-//! is `make chaos` (README, "Reliability"). Figures go to stderr
+//! is `make chaos` (the guide's operating/reliability.md). Figures go to stderr
 //! (`-- --nocapture`).
 
 #[path = "api/webhooks/receiver.rs"]

@@ -305,7 +305,7 @@ pub async fn import_input(pool: &Pool, count: usize) -> (String, Vec<u8>) {
     let mut file = Vec::new();
     let mut header = eds::cli::export::export(pool, DB, &mut file).await.unwrap();
     // books as the write path stores them, `_owner` and `_created` included
-    // (the lines of docs/export.md)
+    // (the lines of docs/guide/src/operating/export-format.md)
     let created = json!({"at": chrono::Utc::now(), "by": owner});
     let value = |prop: &str, field: &str, content: Json| {
         let mut value = json!({"_id": new_id(), "type": prop, "created": created});

@@ -1,4 +1,4 @@
-//! `eds export`: a database as JSON lines (docs/export.md), so it moves
+//! `eds export`: a database as JSON lines (docs/guide/src/operating/export-format.md), so it moves
 //! between servers with its history.
 
 use std::io::Write;

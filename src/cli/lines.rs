@@ -1,4 +1,4 @@
-//! The lines of an export (docs/export.md): a header, then one line per
+//! The lines of an export (docs/guide/src/operating/export-format.md): a header, then one line per
 //! entity with every value it ever had, deleted ones included and ids kept.
 
 use chrono::{DateTime, NaiveDate, Utc};

@@ -2,7 +2,7 @@
 //! values, the results of formulas before it and the values of related
 //! entities (children, referrers, the entities it references). A formula
 //! reads a value only where everyone who may read the formula's value may
-//! also read that value (docs/formulas.md, "Who sees what"): otherwise a
+//! also read that value (docs/guide/src/concepts/formulas.md, "Who sees what"): otherwise a
 //! formula would show what the rights rules hide. Pure: the database layer
 //! (`db::formulas`) loads the related entities.
 

@@ -1,7 +1,8 @@
 //! Formulas: computed property values in reverse Polish notation, as in the
 //! original Entu. Pure code: `Formula::parse` turns the text into tokens and
 //! `Formula::evaluate` runs them against values supplied by the caller.
-//! The grammar and every operator are described in `docs/formulas.md`.
+//! The grammar and every operator are described in the guide: `docs/guide/src/concepts/formulas.md` and
+//! `formula-operators.md` beside it.
 //!
 //! Evaluation walks the tokens left to right over one stack of *slots*. A slot
 //! is a list of values, because properties are multi-valued: a literal pushes a

@@ -1,5 +1,5 @@
 //! The operators: their keywords, how many slots each pops and what each
-//! computes (`docs/formulas.md`, "Operators").
+//! computes (`docs/guide/src/concepts/formula-operators.md`).
 
 use std::cmp::Ordering;
 

@@ -1,5 +1,5 @@
 //! Formula text to tokens: quoted literals, numbers, booleans, operator
-//! keywords and field references (`docs/formulas.md`, "Grammar").
+//! keywords and field references (`docs/guide/src/concepts/formulas.md`, "Grammar").
 
 use super::operators::Operator;
 use super::{FieldRef, Formula, FormulaError, FormulaValue, Token};

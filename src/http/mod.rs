@@ -10,6 +10,7 @@ pub mod entity;
 pub mod files;
 pub mod forms;
 pub mod graphql;
+pub mod guide;
 pub mod health;
 pub mod list;
 pub mod mcp;

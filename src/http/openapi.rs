@@ -6,6 +6,7 @@ use actix_web::http::header::ContentType;
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 use utoipa::openapi::RefOr;
+use utoipa::openapi::external_docs::ExternalDocs;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
@@ -56,7 +57,13 @@ struct ApiDoc;
 pub fn document_of(operations: utoipa::openapi::OpenApi) -> String {
     let mut document = ApiDoc::openapi();
     document.merge(operations);
-    for modifier in [&Security as &dyn Modify, &RateLimited, &Challenged, &ScopeRefused] {
+    for modifier in [
+        &Security as &dyn Modify,
+        &RateLimited,
+        &Challenged,
+        &ScopeRefused,
+        &GuidePages,
+    ] {
         modifier.modify(&mut document);
     }
     document.to_pretty_json().expect("the OpenAPI document serializes")
@@ -135,6 +142,40 @@ pub async fn docs_page() -> HttpResponse {
 )]
 pub async fn docs_asset(file: web::Path<String>) -> Result<HttpResponse, ApiError> {
     embedded::serve(&DOCS_ASSETS, &file)
+}
+
+/// The guide's page for each tag of the OpenAPI document, with its title:
+/// the docs page links each group of routes to it.
+const TAG_PAGES: [(&str, &str, &str); 10] = [
+    ("service", "api/overview.html", "The API in brief"),
+    ("auth", "api/sign-in.html", "Signing in"),
+    (
+        "entities",
+        "api/writing.html",
+        "Writing (the query language, batches and restore beside it)",
+    ),
+    ("properties", "api/writing.html", "Writing"),
+    ("files", "api/files.html", "Files and thumbnails"),
+    ("usage", "api/overview.html", "The API in brief"),
+    ("databases", "api/sign-in.html", "Signing in (new databases)"),
+    ("oauth", "api/oauth.html", "OAuth 2.1"),
+    ("mcp", "api/mcp.html", "MCP for AI clients"),
+    ("graphql", "api/graphql.html", "GraphQL"),
+];
+
+/// Each tag links to its page of the guide the server serves at `/guide/`.
+struct GuidePages;
+
+impl Modify for GuidePages {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for tag in openapi.tags.iter_mut().flatten() {
+            if let Some((_, page, title)) = TAG_PAGES.iter().find(|(name, _, _)| *name == tag.name) {
+                let mut docs = ExternalDocs::new(format!("/guide/{page}"));
+                docs.description = Some(format!("The guide: {title}"));
+                tag.external_docs = Some(docs);
+            }
+        }
+    }
 }
 
 /// Bearer JWTs for the API; API keys go only to `GET /api/auth`.

@@ -8,8 +8,8 @@ use actix_web::{FromRequest, Handler, Responder, Route, web};
 use utoipa::OpenApi;
 
 use super::{
-    app_passkey, auth, batch, changes, duplicate_activity, entity, files, graphql, health, list, mcp, metrics, new_db,
-    oauth, oauth_client, openapi, passkey, property, restore, sign_in, usage, webhooks,
+    app_passkey, auth, batch, changes, duplicate_activity, entity, files, graphql, guide, health, list, mcp, metrics,
+    new_db, oauth, oauth_client, openapi, passkey, property, restore, sign_in, usage, webhooks,
 };
 use crate::service::databases;
 use openapi::ServedDocument;
@@ -61,6 +61,7 @@ endpoint_table! {
     GET "/docs" => openapi::docs_page,
     GET "/docs/{file}" => openapi::docs_asset,
     GET "/graphql-console/{file}" => super::views::graphql_console::asset,
+    GET "/guide/{path:.*}" => guide::file,
     // Before `/api/{db}`, which would take `openapi.json` for a database name.
     GET "/api/openapi.json" => openapi::document,
     GET "/api/auth" => auth::authenticate,

@@ -15,7 +15,7 @@ pub struct PropertyDefinition {
     pub search: bool,
     /// The definition's own `_sharing`: the widest view its values appear in.
     pub sharing: Sharing,
-    /// Computes the values instead of storing them (see docs/formulas.md).
+    /// Computes the values instead of storing them (see docs/guide/src/concepts/formulas.md).
     pub formula: Option<String>,
 }
 

@@ -145,7 +145,7 @@ impl Projection {
 
     /// The search text of each view: the searchable values that view shows,
     /// and a referenced entity's name only where everyone reading that view
-    /// may read the name (the formula rule, docs/formulas.md).
+    /// may read the name (the formula rule, docs/guide/src/concepts/formulas.md).
     pub fn index_search(&mut self, rows: &[ValueRow], context: &ProjectionContext, lists: &RightsLists) {
         let private = Audience {
             named: lists.viewers.clone(),

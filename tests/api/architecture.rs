@@ -1,4 +1,4 @@
-//! The layer rules of the README's Architecture section, checked on the
+//! The layer rules of the guide's Architecture page, checked on the
 //! source itself: layers point down only (the front ends `src/http/` and
 //! `src/mcp/` above the application layer `src/service/`, which sits above
 //! `sign_in`, `write`, `query` and `db`), there are no import circles between
@@ -500,9 +500,13 @@ fn an_import_counts_for_the_file_that_defines_what_it_names_a_re_export_followed
 }
 
 #[test]
-fn every_source_path_the_readme_names_exists() {
+fn every_source_path_the_readme_and_the_guide_name_exists() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let architecture = std::fs::read_dir(root.join("docs/guide/src/architecture")).unwrap();
+    let pages = architecture
+        .map(|entry| entry.unwrap().path())
+        .chain([root.join("README.md")]);
+    let readme: String = pages.map(|page| std::fs::read_to_string(page).unwrap()).collect();
     let mut missing = Vec::new();
     for (at, _) in readme.match_indices("src/") {
         if readme[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '/') {

@@ -26,6 +26,7 @@ mod graphql_generated;
 mod graphql_rights;
 mod graphql_writes;
 mod groups;
+mod guide;
 mod inherited_owners;
 mod invitations;
 mod leaks;

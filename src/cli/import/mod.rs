@@ -1,4 +1,4 @@
-//! `eds import`: an export (docs/export.md) read into a new or empty
+//! `eds import`: an export (docs/guide/src/operating/export-format.md) read into a new or empty
 //! database in one transaction, its projections rebuilt and its own
 //! `database` entity (the lowest id) recorded.
 //!

@@ -190,13 +190,36 @@ impl Browser {
 
     /// Saves what the tab shows as `target/sign-in-screenshots/<name>.png`.
     pub async fn screenshot(&mut self, name: &str) {
-        let shot = self.command("Page.captureScreenshot", json!({"format": "png"})).await;
-        let png = base64::engine::general_purpose::STANDARD
-            .decode(shot["data"].as_str().expect("the screenshot's data"))
-            .expect("base64 PNG");
+        let png = self.capture(json!({"format": "png"})).await;
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/sign-in-screenshots");
         std::fs::create_dir_all(&dir).expect("create the screenshot directory");
         std::fs::write(dir.join(format!("{name}.png")), png).expect("write a screenshot");
+    }
+
+    /// As [`Browser::screenshot`]; with `EDS_WRITE_SCREENSHOTS` set, also the
+    /// page down to the end of its content as the guide's picture
+    /// `docs/guide/src/images/<image>.png`, so the guide shows the pages as they are.
+    pub async fn screenshot_for_guide(&mut self, name: &str, image: &str) {
+        self.screenshot(name).await;
+        if std::env::var_os("EDS_WRITE_SCREENSHOTS").is_none() {
+            return;
+        }
+        let bottom = self
+            .eval("Math.ceil(document.body.getBoundingClientRect().bottom) + 32")
+            .await;
+        let (width, height) = (self.eval("innerWidth").await, self.eval("innerHeight").await);
+        let height = bottom.as_f64().unwrap().min(height.as_f64().unwrap());
+        let clip = json!({"x": 0, "y": 0, "width": width, "height": height, "scale": 1});
+        let png = self.capture(json!({"format": "png", "clip": clip})).await;
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/guide/src/images");
+        std::fs::write(dir.join(format!("{image}.png")), png).expect("write the guide's picture");
+    }
+
+    async fn capture(&mut self, params: Json) -> Vec<u8> {
+        let shot = self.command("Page.captureScreenshot", params).await;
+        base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().expect("the screenshot's data"))
+            .expect("base64 PNG")
     }
 }
 
