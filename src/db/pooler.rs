@@ -6,7 +6,8 @@
 //! the statement limit and `jit = off` are kept as the role's settings in
 //! the database instead, which every server connection PgBouncer opens
 //! starts with; and it keeps no prepared statements, which
-//! [`super::pooler_wire`] makes up for.
+//! [`super::pooler_wire`] makes up for. `direct_url` and the pooler's server
+//! connections log in as the same role.
 
 use diesel::ConnectionError;
 use diesel::ConnectionResult;
@@ -29,6 +30,11 @@ pub fn connect(url: &str) -> BoxFuture<'_, ConnectionResult<AsyncPgConnection>> 
         let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e: tokio_postgres::Error| ConnectionError::InvalidConnectionUrl(e.to_string()))?;
+        if config.get_ssl_mode() == SslMode::Require {
+            return Err(ConnectionError::BadConnection(
+                "a pooled database.url is reached without TLS: sslmode=require cannot be met".to_owned(),
+            ));
+        }
         config.ssl_mode(SslMode::Disable);
         let socket = open(&config).await?;
         let (client, connection) = config
@@ -83,21 +89,21 @@ pub async fn server_pool(
     if direct_url == url {
         return super::pool(url, size, statement_timeout_ms);
     }
-    let pool = super::pool_behind_pooler(url, size, statement_timeout_ms)?;
-    keep_limits_on_role(&pool, statement_timeout_ms).await?;
-    Ok(pool)
+    keep_limits_on_role(direct_url, statement_timeout_ms).await?;
+    super::pool_behind_pooler(url, size, statement_timeout_ms)
 }
 
 /// Keeps the statement limit (0: none) and `jit = off` as the settings of
-/// the pool's role in the pool's database, run through the pool so they
-/// reach the role PgBouncer logs in as. They hold for that role's sessions
-/// in that PostgreSQL database alone; server connections PgBouncer opened
-/// before keep what they started with until it replaces them.
-pub async fn keep_limits_on_role(pool: &super::Pool, statement_timeout_ms: u64) -> Result<(), String> {
-    let mut conn = pool
-        .get()
+/// `direct_url`'s role in its database, which PgBouncer's server connections
+/// log in as, before any of them is opened for this process (one opened
+/// before keeps what it started with until PgBouncer replaces it). They hold
+/// for that role's sessions in that PostgreSQL database alone; migrations
+/// lift the limit for their own session.
+pub async fn keep_limits_on_role(direct_url: &str, statement_timeout_ms: u64) -> Result<(), String> {
+    use diesel_async::AsyncConnection;
+    let mut conn = AsyncPgConnection::establish(direct_url)
         .await
-        .map_err(|e| format!("cannot connect through the pooler: {e}"))?;
+        .map_err(|e| format!("cannot connect to database.direct_url: {e}"))?;
     // the number is ours; the database's name is quoted by format's %I
     let statement = format!(
         "DO $$ BEGIN \
