@@ -274,7 +274,7 @@ mod tests {
     fn started() -> Rewriter {
         let mut rewriter = Rewriter::new();
         let startup = [0, 0, 0, 8, 0, 3, 0, 0].to_vec();
-        assert_eq!(sent(&mut rewriter, &[startup.clone()]), startup);
+        assert_eq!(sent(&mut rewriter, std::slice::from_ref(&startup)), startup);
         assert_eq!(answered(&mut rewriter, &[message(b'Z', b"I")]), message(b'Z', b"I"));
         rewriter
     }
@@ -354,6 +354,6 @@ mod tests {
     fn a_bind_of_an_unknown_name_passes_unchanged() {
         let mut rewriter = started();
         let bind = message(b'B', b"\0s9\0\0\0\0\0\0\0");
-        assert_eq!(sent(&mut rewriter, &[bind.clone()]), bind);
+        assert_eq!(sent(&mut rewriter, std::slice::from_ref(&bind)), bind);
     }
 }
