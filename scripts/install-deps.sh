@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what building and running eds needs, when it is missing:
-# PostgreSQL server binaries, libpq headers and pkg-config (diesel), jq (the
+# PostgreSQL server binaries, libpq headers and pkg-config (diesel), PgBouncer
+# (the tests run eds behind it; they start their own), jq (the
 # README walk-through), pip (for libpdfium, fetched last by fetch-pdfium.sh),
 # Chromium and Python's venv (the tests render /docs and validate the OpenAPI
 # document with openapi-spec-validator, fetched by fetch-python-tools.sh).
@@ -10,6 +11,7 @@ set -eu
 missing=""
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$missing postgresql"
 [ -e /usr/include/postgresql/libpq-fe.h ] || missing="$missing libpq-dev"
+[ -x /usr/sbin/pgbouncer ] || missing="$missing pgbouncer"
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
 command -v jq >/dev/null 2>&1 || missing="$missing jq"
 command -v curl >/dev/null 2>&1 || missing="$missing curl"
@@ -35,11 +37,16 @@ fi
 
 # shellcheck disable=SC2086
 "$(dirname "$0")/apt-install.sh" $missing
-# Debian's package starts a system cluster; eds runs its own.
-if echo "$missing" | grep -q postgresql && command -v systemctl >/dev/null 2>&1; then
+# Debian's packages start a system cluster and a system PgBouncer; eds and
+# its tests run their own.
+if command -v systemctl >/dev/null 2>&1; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo systemctl disable --now postgresql >/dev/null 2>&1 || true
+    for service in postgresql pgbouncer; do
+        if echo "$missing" | grep -q "$service"; then
+            $sudo systemctl disable --now "$service" >/dev/null 2>&1 || true
+        fi
+    done
 fi
 
 fetch

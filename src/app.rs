@@ -299,17 +299,20 @@ pub async fn serve(mut settings: Settings, url: String) -> Result<(), String> {
     if settings.database.url.is_empty() {
         settings.database.url = url.clone();
     }
+    let direct_url = db::pooler::direct_url(&settings.database.direct_url, &url);
     if settings.database.migrate_on_start {
-        let migrate_url = url.clone();
+        let migrate_url = direct_url.clone();
         tokio::task::spawn_blocking(move || db::migrate(&migrate_url))
             .await
             .map_err(|e| e.to_string())??;
     }
-    let pool = db::pool(
+    let pool = db::pooler::server_pool(
         &url,
+        &direct_url,
         settings.database.pool_size,
         settings.database.statement_timeout_ms,
-    )?;
+    )
+    .await?;
     if settings.database.migrate_on_start {
         db::add_missing_types(&pool).await.map_err(|e| e.message.into_owned())?;
     }

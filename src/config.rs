@@ -60,7 +60,7 @@ pub struct DatabaseSettings {
     pub pool_size: usize,
     pub expensive_queries: usize,
     pub answer_cache_bytes: u64,
-    /// A direct (not pooled) URL for `LISTEN`; empty: `url`.
+    /// A direct (not pooled) URL for migrations and `LISTEN`; empty: `url`.
     pub direct_url: String,
 }
 

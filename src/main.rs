@@ -125,9 +125,13 @@ fn run(cli: Cli) -> Result<(), String> {
     init_logging(&settings);
     let (url, _cluster): (String, Option<ClusterGuard>) = app::database_url(&settings)?;
     let runtime = actix_web::rt::System::new();
+    if let Command::Serve = cli.command {
+        return runtime.block_on(app::serve(settings, url));
+    }
+    // the other commands are one connection's work: not through a pooler
+    let url = db::pooler::direct_url(&settings.database.direct_url, &url);
     match cli.command {
-        Command::RenderPdf { .. } => Ok(()),
-        Command::Serve => runtime.block_on(app::serve(settings, url)),
+        Command::RenderPdf { .. } | Command::Serve => Ok(()),
         Command::Migrate => runtime.block_on(async {
             let applied = db::migrate(&url)?;
             let pool = db::pool(&url, 1, settings.database.statement_timeout_ms)?;

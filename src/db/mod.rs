@@ -12,6 +12,8 @@ pub mod generation;
 pub mod history;
 pub mod idempotency;
 pub mod local_cluster;
+pub mod pooler;
+mod pooler_wire;
 pub mod prepared;
 pub mod projection;
 pub mod queued_work;
@@ -47,7 +49,17 @@ const MIGRATION_LOCK: i64 = 0x0065_6473_5f6d_6967; // "eds_mig"
 pub fn pool(url: &str, size: usize, statement_timeout_ms: u64) -> Result<Pool, String> {
     let separator = if url.contains('?') { '&' } else { '?' };
     let url = format!("{url}{separator}options=-c%20statement_timeout%3D{statement_timeout_ms}%20-c%20jit%3Doff");
-    let manager = Connections::new(url);
+    build_pool(Connections::new(url, false), size, statement_timeout_ms)
+}
+
+/// As [`pool`], through a transaction-pooling PgBouncer at `url` (see
+/// [`pooler`]): the limits are the role's settings, kept there by
+/// [`pooler::keep_limits_on_role`], and each statement runs within one exchange.
+pub fn pool_behind_pooler(url: &str, size: usize, statement_timeout_ms: u64) -> Result<Pool, String> {
+    build_pool(Connections::new(url.to_owned(), true), size, statement_timeout_ms)
+}
+
+fn build_pool(manager: Connections, size: usize, statement_timeout_ms: u64) -> Result<Pool, String> {
     let wait = (statement_timeout_ms > 0).then(|| Duration::from_millis(statement_timeout_ms));
     Pool::builder(manager)
         .max_size(size)
@@ -72,11 +84,18 @@ pub struct Connections {
 }
 
 impl Connections {
-    fn new(url: String) -> Connections {
-        let mut trusted = ManagerConfig::default();
+    fn new(url: String, behind_pooler: bool) -> Connections {
+        let config = || {
+            let mut config = ManagerConfig::default();
+            if behind_pooler {
+                config.custom_setup = Box::new(pooler::connect);
+            }
+            config
+        };
+        let mut trusted = config();
         trusted.recycling_method = RecyclingMethod::Fast;
         Connections {
-            checked: AsyncDieselConnectionManager::new(url.clone()),
+            checked: AsyncDieselConnectionManager::new_with_config(url.clone(), config()),
             trusted: AsyncDieselConnectionManager::new_with_config(url, trusted),
         }
     }
@@ -109,9 +128,14 @@ pub async fn new_connection(pool: &Pool) -> Result<AsyncPgConnection, crate::err
         .map_err(|error| deadpool::managed::PoolError::Backend(error).into())
 }
 
-/// Applies pending migrations (blocking; call off the async workers).
+/// Applies pending migrations (blocking; call off the async workers)
+/// through `url`, a direct connection: the lock is held for the session.
 pub fn migrate(url: &str) -> Result<usize, String> {
     let mut conn = PgConnection::establish(url).map_err(|e| format!("cannot connect to PostgreSQL: {e}"))?;
+    // a migration may outlast the limit kept on the role for a pooled `database.url`
+    diesel::sql_query("SET statement_timeout = 0")
+        .execute(&mut conn)
+        .map_err(|e| e.to_string())?;
     diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
         .execute(&mut conn)
         .map_err(|e| e.to_string())?;

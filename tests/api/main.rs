@@ -39,6 +39,7 @@ mod oauth;
 mod openapi;
 mod operability;
 mod passkeys;
+mod pgbouncer;
 mod processes;
 mod projection;
 mod providers;

@@ -16,6 +16,7 @@ pub mod document_server;
 pub mod email_login;
 pub mod oauth;
 pub mod oidc;
+pub mod pgbouncer;
 pub mod processes;
 pub mod smtp;
 
