@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+mod maps;
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct Settings {
     pub http: HttpSettings,
@@ -59,6 +61,8 @@ pub struct DatabaseSettings {
     pub answer_cache_bytes: u64,
     /// A direct (not pooled) URL for `LISTEN`; empty: `url`.
     pub direct_url: String,
+    #[serde(deserialize_with = "maps::map_or_json")] // database name → cluster URL: seeds the placement table
+    pub placement: std::collections::BTreeMap<String, String>,
 }
 
 /// GraphQL's bounds of one document (`max_depth`: introspection not counted).
@@ -124,8 +128,7 @@ fn origins(key: &str, list: &[String]) -> Result<Vec<String>, String> {
 #[derive(Clone, Deserialize)]
 pub struct WebauthnSettings {
     pub rp_id: String,
-    /// The origins ceremonies run at: the passkey pages' and the apps'
-    /// running the JSON ceremony. Empty: `http.public_url`.
+    /// The origins ceremonies run at: the passkey pages' and the apps' running the JSON ceremony. Empty: `http.public_url`.
     #[serde(deserialize_with = "list_or_comma_separated")]
     pub origin: Vec<String>,
 }
@@ -295,8 +298,7 @@ pub struct McpSettings {
 }
 
 impl McpSettings {
-    /// Every origin the MCP endpoint accepts: the service's own (its public
-    /// and API URLs) and `mcp.allowed_origins`.
+    /// Every origin the MCP endpoint accepts: the service's own (its public and API URLs) and `mcp.allowed_origins`.
     pub fn origins(&self, http: &HttpSettings) -> Result<Vec<String>, String> {
         let own = origins("http.public_url", &[http.public_url.clone(), http.oauth_issuer()])?;
         Ok([own, origins("mcp.allowed_origins", &self.allowed_origins)?].concat())
@@ -305,11 +307,9 @@ impl McpSettings {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct OAuthSettings {
-    /// Client metadata documents may be on private and loopback addresses,
-    /// and plain http on loopback (tests).
+    /// Client metadata documents may be on private and loopback addresses, and plain http on loopback (tests).
     pub allow_private_client_metadata: bool,
-    /// PEM roots trusted beside the public ones when fetching client
-    /// metadata documents; empty: none.
+    /// PEM roots trusted beside the public ones when fetching client metadata documents; empty: none.
     pub client_metadata_ca_file: String,
 }
 

@@ -37,6 +37,7 @@ mod oauth;
 mod openapi;
 mod operability;
 mod passkeys;
+mod placement;
 mod processes;
 mod projection;
 mod providers;
