@@ -1,10 +1,12 @@
-//! Moving a database to another cluster (`eds db move`): under the
-//! database's write lock on its old cluster (the lock every writer of every
-//! process takes), its rows are copied to the new cluster, the placement
-//! table switched, and the old copy marked moved, so a writer that waited
-//! for the lock finds no database there and writes on the new cluster. The
-//! writes wait (or answer 503 with `Retry-After` at their time limit) only
-//! for the copy; the old copy is removed afterwards.
+//! Moving a database to another cluster (`eds db move`), in two steps. First,
+//! while writes go on, its large tables are copied from a snapshot. Then,
+//! under the database's write lock on its old cluster (the lock every writer
+//! of every process takes), the rows of those tables written since the
+//! snapshot and every other table are copied, the placement table switched,
+//! and the old copy marked moved, so a writer that waited for the lock finds
+//! no live database there and writes on the new cluster. The writes wait (or
+//! answer 503 with `Retry-After` at their time limit) only for the second
+//! step; the old copy is removed afterwards.
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +20,10 @@ use crate::db::{Pool, placement};
 /// Queues whose ids only order their rows: the new cluster draws them anew
 /// (in the old order), as its own rows of other databases hold the same ids.
 const RENUMBERED: [&str; 3] = ["formula_queue", "type_reprojections", "webhook_outbox"];
+/// The large tables, copied from a snapshot before the pause; their rows
+/// are never deleted while a database lives (the change log's only by its
+/// retention sweep, which the new cluster repeats).
+const PRECOPIED: [&str; 3] = ["entities", "property_values", "change_log"];
 
 /// What a move did.
 pub struct Moved {
@@ -56,6 +62,7 @@ impl From<crate::error::ApiError> for MoveFailed {
 pub async fn copy_and_switch(home: &Pool, home_url: &str, db: &str, from: &str, to: &str) -> Result<Moved, MoveFailed> {
     let mut source = connect(from).await?;
     let mut target = connect(to).await?;
+    let (snapshot, mut rows) = precopy(&mut source, &mut target, db).await?;
     let old = source.transaction().await?;
     // the copy itself: no statement limit a server's pool would set
     old.batch_execute("SET LOCAL statement_timeout = 0").await?;
@@ -73,19 +80,17 @@ pub async fn copy_and_switch(home: &Pool, home_url: &str, db: &str, from: &str, 
     {
         return Err(MoveFailed(format!("database {db} does not live on its cluster")));
     }
-    let new = target.transaction().await?;
-    new.batch_execute("SET LOCAL statement_timeout = 0").await?;
-    // rows arrive as they were: no trigger recomputes or logs them again
-    new.batch_execute("SET LOCAL session_replication_role = replica")
+    let new = receiving(&mut target, db).await?;
+    old.execute("SELECT set_config('eds.moving', $1, true)", &[&db]).await?;
+    old.execute("SELECT set_config('eds.snapshot', $1, true)", &[&snapshot])
         .await?;
-    for side in [&old, &new] {
-        side.execute("SELECT set_config('eds.moving', $1, true)", &[&db])
-            .await?;
-    }
-    delete_leftover(&new, db).await?;
-    let mut rows = copy_table(&old, &new, "databases", "name").await?;
+    rows += copy_table(&old, &new, "databases", "name").await?;
     for table in DATA_TABLES {
-        rows += copy_table(&old, &new, table, "db").await?;
+        rows += if PRECOPIED.contains(&table) {
+            copy_written_since(&old, &new, table).await?
+        } else {
+            copy_table(&old, &new, table, "db").await?
+        };
     }
     for table in DATA_TABLES.iter().filter(|table| !RENUMBERED.contains(table)) {
         advance_sequences(&new, table, db).await?;
@@ -122,19 +127,101 @@ pub async fn remove_old_copy(url: &str, db: &str) -> Result<(), MoveFailed> {
     Ok(())
 }
 
-/// A copy left on the target by an earlier move (one that moved the
-/// database away again, or one that failed before switching) is removed;
-/// a live database of that name there stops the move.
-async fn delete_leftover(new: &Transaction<'_>, db: &str) -> Result<(), MoveFailed> {
-    if new
-        .query_opt("SELECT 1 FROM databases WHERE name = $1", &[&db])
-        .await?
-        .is_some()
-    {
-        tracing::info!(db, "removing an earlier copy of the database from the target cluster");
-        delete_rows(new, db).await?;
+/// The first step: the large tables copied from a snapshot of the old
+/// cluster, while writes go on, after removing what an earlier move left on
+/// the target (one that moved the database away again, or one that failed
+/// before switching: names are unique over the clusters). Answers the
+/// snapshot and the rows copied.
+async fn precopy(source: &mut Client, target: &mut Client, db: &str) -> Result<(String, u64), MoveFailed> {
+    let early = source
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?;
+    early.batch_execute("SET LOCAL statement_timeout = 0").await?;
+    let snapshot: String = early.query_one("SELECT pg_current_snapshot()::text", &[]).await?.get(0);
+    early
+        .execute("SELECT set_config('eds.moving', $1, true)", &[&db])
+        .await?;
+    let new = receiving(target, db).await?;
+    delete_rows(&new, db).await?;
+    let mut rows = 0;
+    for table in PRECOPIED {
+        rows += copy_table(&early, &new, table, "db").await?;
     }
-    Ok(())
+    new.commit().await?;
+    early.commit().await?;
+    Ok((snapshot, rows))
+}
+
+/// A transaction on the target that takes rows as they were: no trigger
+/// recomputes or logs them again.
+async fn receiving<'a>(target: &'a mut Client, db: &str) -> Result<Transaction<'a>, MoveFailed> {
+    let new = target.transaction().await?;
+    new.batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL session_replication_role = replica")
+        .await?;
+    new.execute("SELECT set_config('eds.moving', $1, true)", &[&db]).await?;
+    Ok(new)
+}
+
+/// Copies the rows of `table` written (inserted or updated) since the
+/// snapshot in `eds.snapshot`, replacing their earlier versions on the
+/// target: a row whose creating transaction the snapshot does not see.
+async fn copy_written_since(old: &Transaction<'_>, new: &Transaction<'_>, table: &str) -> Result<u64, MoveFailed> {
+    let columns = columns(new, table, false).await?;
+    let key: String = new
+        .query_one(
+            "SELECT string_agg(quote_ident(a.attname), ', ') FROM pg_index i \
+             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) \
+             WHERE i.indrelid = $1::text::regclass AND i.indisprimary",
+            &[&table],
+        )
+        .await?
+        .get(0);
+    new.batch_execute(&format!("CREATE TEMP TABLE moving_rows (LIKE {table}) ON COMMIT DROP"))
+        .await?;
+    // a row's xmin is a 32-bit transaction id: of this epoch unless that is in the future
+    let out = old
+        .copy_out(&format!(
+            "COPY (WITH now AS (SELECT pg_current_xact_id()::text::bigint AS xid) \
+                   SELECT {columns} FROM {table}, now WHERE db = current_setting('eds.moving') \
+                   AND NOT pg_visible_in_snapshot(( \
+                       CASE WHEN (now.xid >> 32 << 32 | xmin::text::bigint) > now.xid \
+                            THEN (now.xid >> 32 << 32 | xmin::text::bigint) - 4294967296 \
+                            ELSE now.xid >> 32 << 32 | xmin::text::bigint END)::text::xid8, \
+                       current_setting('eds.snapshot')::pg_snapshot)) \
+             TO STDOUT (FORMAT binary)"
+        ))
+        .await?;
+    let sink = new
+        .copy_in::<_, Bytes>(&format!("COPY moving_rows ({columns}) FROM STDIN (FORMAT binary)"))
+        .await?;
+    let mut sink = std::pin::pin!(sink);
+    let mut out = std::pin::pin!(out);
+    sink.send_all(&mut out).await?;
+    let copied = sink.as_mut().finish().await?;
+    new.batch_execute(&format!(
+        "DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM moving_rows); \
+         INSERT INTO {table} ({columns}) SELECT {columns} FROM moving_rows; \
+         DROP TABLE moving_rows"
+    ))
+    .await?;
+    Ok(copied)
+}
+
+/// `table`'s columns as the target has them, generated ones left out (and
+/// the id when it is `renumbered`), quoted and comma-separated.
+async fn columns(new: &Transaction<'_>, table: &str, renumbered: bool) -> Result<String, MoveFailed> {
+    Ok(new
+        .query_one(
+            "SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute \
+             WHERE attrelid = $1::text::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = '' \
+               AND NOT ($2 AND attname = 'id')",
+            &[&table, &renumbered],
+        )
+        .await?
+        .get(0))
 }
 
 async fn delete_rows(side: &Transaction<'_>, db: &str) -> Result<(), MoveFailed> {
@@ -152,15 +239,7 @@ async fn delete_rows(side: &Transaction<'_>, db: &str) -> Result<(), MoveFailed>
 /// generated column is computed there again). Answers the rows copied.
 async fn copy_table(old: &Transaction<'_>, new: &Transaction<'_>, table: &str, key: &str) -> Result<u64, MoveFailed> {
     let renumbered = RENUMBERED.contains(&table);
-    let columns: String = new
-        .query_one(
-            "SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) FROM pg_attribute \
-             WHERE attrelid = $1::text::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = '' \
-               AND NOT ($2 AND attname = 'id')",
-            &[&table, &renumbered],
-        )
-        .await?
-        .get(0);
+    let columns = columns(new, table, renumbered).await?;
     let order = if renumbered { " ORDER BY id" } else { "" };
     let out = old
         .copy_out(&format!(
