@@ -153,6 +153,49 @@ async fn eds_db_list_says_where_each_database_lives_with_the_password_masked() {
 }
 
 #[tokio::test]
+async fn a_database_moved_back_to_the_home_cluster_loses_its_placement() {
+    let (home, second, dir) = (fresh_database(), fresh_second_database(), tempdir::Dir::new());
+    let args = [
+        "db",
+        "create",
+        "round_trip",
+        "--email",
+        "r@example.com",
+        "--cluster",
+        &second,
+    ];
+    let created = eds(&home, &dir, &[], &args).await;
+    let entities = entities_on(&second, "round_trip").await;
+    let moved = eds(&home, &dir, &[], &["db", "move", "round_trip", &home]).await;
+    let masked = second.replace(&password_of(&second), "****");
+    assert_eq!((&moved[0]["from"], &moved[0]["to"]), (&json!(masked), &json!("home")));
+    assert_eq!(
+        (
+            entities_on(&home, "round_trip").await,
+            entities_on(&second, "round_trip").await
+        ),
+        (entities, 0)
+    );
+    assert_eq!(
+        scalar(&home, "SELECT count(*) FROM placements WHERE db = $1", "round_trip").await,
+        0
+    );
+    let listed = eds(&home, &dir, &[], &["db", "list"]).await;
+    assert_eq!(listed[0]["cluster"], "home");
+    // the owner's key still signs in, now on the home cluster
+    let (_server, base, _log) = serve_logged(&home, &dir.0, &[]).await;
+    let key = created[0]["api_key"].as_str().unwrap();
+    let auth = call_json(
+        &reqwest::Client::new(),
+        &format!("{base}/api/auth?db=round_trip"),
+        key,
+        None,
+    )
+    .await;
+    assert_eq!(auth["accounts"][0]["_id"], "round_trip", "{auth}");
+}
+
+#[tokio::test]
 async fn eds_db_create_refuses_a_name_a_database_on_another_cluster_holds() {
     let (home, second, dir) = (fresh_database(), fresh_second_database(), tempdir::Dir::new());
     let args = [
@@ -509,4 +552,64 @@ async fn a_cluster_that_does_not_answer_is_skipped_by_sign_in_refresh_and_name_c
     let (status, body) = app.call("GET", "/api/ghost_town/entity", None, None).await;
     assert_eq!((status, body["status"].as_i64()), (503, Some(503)), "{body}");
     assert!(!body.to_string().contains("secret"));
+}
+
+#[tokio::test]
+async fn a_second_process_reads_from_the_new_cluster_within_5_s_of_the_switch() {
+    let app = TestApp::start().await;
+    let (second, dir) = (fresh_second_database(), tempdir::Dir::new());
+    let (_other, other_base, _log) = serve_logged(&app.database_url, &dir.0, &[]).await;
+    let http = reqwest::Client::new();
+    let (token, other_token) = (app.owner_token().await, login(&http, &other_base, &app.key).await);
+    let person_type = app.find(&token, "entity", "person").await;
+    let read_there = |id: &str| format!("{other_base}/api/demo/entity/{id}");
+    assert_eq!(
+        call_json(&http, &read_there(&app.person), &other_token, None).await["entity"]["_id"],
+        json!(app.person)
+    );
+
+    let home = &app.database_url;
+    eds::db::placement_copy::copy_and_switch(&app.pool, home, "demo", home, &second)
+        .await
+        .unwrap();
+    let switched = std::time::Instant::now();
+    // written after the switch, so on the new cluster only (the old copy stays until removed)
+    let id = app
+        .create(&token, &person_type, json!([{"type": "name", "string": "After"}]))
+        .await;
+    assert_eq!(
+        scalar(
+            &second,
+            "SELECT count(*) FROM entities WHERE db = $1 AND name = 'After'",
+            "demo"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        scalar(
+            home,
+            "SELECT count(*) FROM entities WHERE db = $1 AND name = 'After'",
+            "demo"
+        )
+        .await,
+        0
+    );
+    loop {
+        let read = http
+            .get(read_there(&id))
+            .bearer_auth(&other_token)
+            .send()
+            .await
+            .unwrap();
+        if read.status() == 200 {
+            break;
+        }
+        assert!(
+            switched.elapsed() < Duration::from_secs(5),
+            "the other process still reads the old copy"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!("the other process followed within {:?}", switched.elapsed());
 }
