@@ -16,6 +16,7 @@ use crate::actors::db_writer::{WriterLimits, Writers};
 use crate::actors::sessions::SessionStore;
 use crate::auth::jwt::JwtKeys;
 use crate::config::Settings;
+use crate::db::placement::Clusters;
 use crate::db::{self, Pool, local_cluster::LocalCluster};
 use crate::error::{ApiError, ErrorCode};
 use crate::formula::worker as formula_worker;
@@ -25,9 +26,9 @@ use crate::jobs;
 use crate::mail::Mailer;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
-use crate::service::Service;
 use crate::service::changes::{self, ChangeHub};
 use crate::service::rate_limits::RateLimits;
+use crate::service::{Service, placement};
 use crate::sign_in::SignIn;
 use crate::sign_in::client_metadata::ClientDocuments;
 use crate::sign_in::login_checks::LoginChecks;
@@ -113,8 +114,14 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
                 .map_err(|_| format!("http.trusted_proxies: {proxy:?} is not an IP address"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let writers = Writers::new(
+    let clusters = Clusters::new(
+        &settings.database.url,
         pool.clone(),
+        settings.database.pool_size,
+        settings.database.statement_timeout_ms,
+    );
+    let writers = Writers::new(
+        clusters.clone(),
         WriterLimits {
             waiting: settings.actors.writer_mailbox.max(1),
             batch: settings.actors.writer_batch.max(1),
@@ -136,12 +143,13 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
     };
     let mcp_origins = settings.mcp.origins(&settings.http)?;
     let changes = ChangeHub::new(
-        pool.clone(),
+        clusters.clone(),
         settings.changes.max_streams,
         settings.changes.max_streams_per_caller,
     );
     let service = Service {
         pool,
+        clusters,
         jwt,
         logins: LoginChecks::new(settings.auth.revocation_check_seconds),
         writers,
@@ -238,32 +246,52 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
     }
     // SIGTERM/SIGINT stop accepting; requests in flight, and the writes they await, finish.
     server = server.shutdown_timeout(settings.http.shutdown_grace_seconds);
-    let (pool, retry) = (
-        flushed.pool.clone(),
+    let listen_url = match settings.database.direct_url.as_str() {
+        "" => settings.database.url.clone(),
+        direct => direct.to_owned(),
+    };
+    actix_web::rt::spawn(placement::follow(flushed.clusters.clone(), listen_url.clone()));
+    // each cluster's workers start as its pool is made: the home one's now
+    let (started, mut clusters_started) = tokio::sync::mpsc::unbounded_channel::<(String, Pool)>();
+    flushed.clusters.on_cluster_started(Box::new(move |url, pool| {
+        let _ = started.send((url.to_owned(), pool));
+    }));
+    let (home_url, workers_state, workers_settings) =
+        (settings.database.url.clone(), flushed.clone(), settings.clone());
+    actix_web::rt::spawn(async move {
+        while let Some((url, pool)) = clusters_started.recv().await {
+            let listen = if url == home_url { listen_url.clone() } else { url };
+            start_cluster_workers(&workers_settings, &workers_state, pool, listen);
+        }
+    });
+    actix_web::rt::spawn(close_streams_on_signal(flushed.changes.clone()));
+    actix_web::rt::spawn(flush_request_counts(flushed));
+    Ok(server.run())
+}
+
+/// The background work of one cluster (`pool`): formulas and
+/// re-projections, webhook deliveries, the change log's sweep, and the
+/// change feed's wake-up connection on `listen_url`.
+fn start_cluster_workers(settings: &Settings, state: &AppState, pool: Pool, listen_url: String) {
+    let (formulas, retry) = (
+        pool.clone(),
         db::formula_queue::Retry {
             attempts: settings.actors.formula_attempts,
             backoff: Duration::from_millis(settings.actors.formula_retry_ms),
         },
     );
     actix_web::rt::spawn(formula_worker::run(
-        move || jobs::next(pool.clone(), retry),
-        flushed.writers.formulas_due(),
+        move || jobs::next(formulas.clone(), retry),
+        state.writers.formulas_due(),
         Duration::from_millis(settings.actors.formula_poll_ms.max(10)),
     ));
-    actix_web::rt::spawn(crate::webhooks::run(flushed.pool.clone(), settings.webhooks.clone()));
-    let listen_url = match settings.database.direct_url.as_str() {
-        "" => settings.database.url.clone(),
-        direct => direct.to_owned(),
-    };
-    actix_web::rt::spawn(changes::listen(flushed.changes.clone(), listen_url));
-    actix_web::rt::spawn(close_streams_on_signal(flushed.changes.clone()));
+    actix_web::rt::spawn(crate::webhooks::run(pool.clone(), settings.webhooks.clone()));
+    actix_web::rt::spawn(changes::listen(state.changes.clone(), listen_url));
     actix_web::rt::spawn(jobs::change_log::sweep_every(
-        flushed.pool.clone(),
+        pool,
         settings.changes.retention_hours,
         settings.webhooks.attempt_retention_hours,
     ));
-    actix_web::rt::spawn(flush_request_counts(flushed));
-    Ok(server.run())
 }
 
 /// Ends every change stream when the server is told to stop (SIGTERM or
@@ -287,7 +315,7 @@ async fn flush_request_counts(state: web::Data<AppState>) {
     let mut every = tokio::time::interval(std::time::Duration::from_secs(10));
     loop {
         every.tick().await;
-        if let Err(error) = state.usage.flush(&state.pool).await {
+        if let Err(error) = state.usage.flush(&state.clusters).await {
             tracing::warn!(%error, "writing request counts failed");
         }
     }
@@ -316,7 +344,9 @@ pub async fn serve(mut settings: Settings, url: String) -> Result<(), String> {
     if settings.database.migrate_on_start {
         db::add_missing_types(&pool).await.map_err(|e| e.message.into_owned())?;
     }
+    db::placement::prepare(&settings.database.placement, &pool, settings.database.migrate_on_start).await?;
     let state = state(&settings, pool)?;
+    state.clusters.reload().await.map_err(|e| e.message.into_owned())?;
     if let Err(error) = state.files.store.check().await {
         tracing::warn!(%error, "object storage is not reachable; file uploads and thumbnails will fail");
     }
@@ -328,5 +358,9 @@ pub async fn serve(mut settings: Settings, url: String) -> Result<(), String> {
     server.await.map_err(|e| e.to_string())?;
     tracing::info!("stopped");
     // keep the last requests' counts
-    state.usage.flush(&state.pool).await.map_err(|e| e.message.into_owned())
+    state
+        .usage
+        .flush(&state.clusters)
+        .await
+        .map_err(|e| e.message.into_owned())
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 pub mod docs;
+mod maps;
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Settings {
@@ -62,6 +63,8 @@ pub struct DatabaseSettings {
     pub answer_cache_bytes: u64,
     /// A direct (not pooled) URL for migrations and `LISTEN`; empty: `url`.
     pub direct_url: String,
+    #[serde(deserialize_with = "maps::map_or_json")] // database name → cluster URL: seeds the placement table
+    pub placement: std::collections::BTreeMap<String, String>,
 }
 
 /// GraphQL's bounds of one document (`max_depth`: introspection not counted).
@@ -294,8 +297,7 @@ pub struct McpSettings {
 }
 
 impl McpSettings {
-    /// Every origin the MCP endpoint accepts: the service's own (its public
-    /// and API URLs) and `mcp.allowed_origins`.
+    /// Every origin the MCP endpoint accepts: the service's own (its public and API URLs) and `mcp.allowed_origins`.
     pub fn origins(&self, http: &HttpSettings) -> Result<Vec<String>, String> {
         let own = origins("http.public_url", &[http.public_url.clone(), http.oauth_issuer()])?;
         Ok([own, origins("mcp.allowed_origins", &self.allowed_origins)?].concat())
@@ -304,11 +306,9 @@ impl McpSettings {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct OAuthSettings {
-    /// Client metadata documents may be on private and loopback addresses,
-    /// and plain http on loopback (tests).
+    /// Client metadata documents may be on private and loopback addresses, and plain http on loopback (tests).
     pub allow_private_client_metadata: bool,
-    /// PEM roots trusted beside the public ones when fetching client
-    /// metadata documents; empty: none.
+    /// PEM roots trusted beside the public ones when fetching client metadata documents; empty: none.
     pub client_metadata_ca_file: String,
 }
 

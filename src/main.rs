@@ -2,12 +2,14 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use eds::app::{self, ClusterGuard};
-use eds::cli::{admin, export, import};
+use eds::cli::{admin, export, import, move_db};
 use eds::config::{LogFormat, Settings};
-use eds::db::{self, Pool};
+use eds::db::placement::Clusters;
+use eds::db::{self, placement};
 use eds::model::API_KEY_PROPERTY;
 use eds::model::value::{Value, ValueInput};
 use eds::write::{self, WriteOp, WriteOutcome, WriteRequest};
@@ -74,9 +76,22 @@ enum DbCommand {
         /// The owner's name (default: the e-mail address).
         #[arg(long = "name", value_name = "N")]
         person_name: Option<String>,
+        /// The PostgreSQL URL of the cluster to place it on (default: where
+        /// `database.placement` places it, else the home cluster).
+        #[arg(long, value_name = "URL")]
+        cluster: Option<String>,
     },
-    /// One JSON line per database: its name and live entity count.
+    /// One JSON line per database: its name, live entity count and cluster.
     List,
+    /// Move a database to another PostgreSQL cluster, online: its writes
+    /// pause for the copy only; every server follows within 5 s.
+    Move {
+        #[arg(value_name = "NAME")]
+        database: String,
+        /// The target cluster's PostgreSQL URL.
+        #[arg(value_name = "URL")]
+        url: String,
+    },
     /// Delete a database and everything in it, for good (its files stay in object
     /// storage). Stop or restart the servers using it afterwards.
     Delete {
@@ -136,6 +151,8 @@ fn run(cli: Cli) -> Result<(), String> {
             let applied = db::migrate(&url)?;
             let pool = db::pool(&url, 1, settings.database.statement_timeout_ms)?;
             db::add_missing_types(&pool).await.map_err(|e| e.message.into_owned())?;
+            // and every cluster a database is placed on
+            placement::prepare(&settings.database.placement, &pool, true).await?;
             println!("{}", json!({ "applied": applied }));
             Ok(())
         }),
@@ -143,8 +160,10 @@ fn run(cli: Cli) -> Result<(), String> {
             database,
             email,
             person_name,
+            cluster,
         }) => runtime.block_on(async {
-            let pool = admin_pool(&url, &settings)?;
+            let clusters = admin_clusters(&url, &settings).await?;
+            let pool = move_db::creation_pool(&clusters, &database, cluster.as_deref()).await?;
             let name = person_name.unwrap_or_else(|| email.clone());
             let created = db::databases::create(&pool, &database, &email, &name)
                 .await
@@ -156,7 +175,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }),
         Command::Key(KeyCommand::Create { database, person }) => runtime.block_on(async {
-            let pool = admin_pool(&url, &settings)?;
+            let pool = move_db::pool_of(&*admin_clusters(&url, &settings).await?, &database)?;
             let request = WriteRequest {
                 db: database,
                 actor: person.clone(),
@@ -174,34 +193,40 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }),
         Command::Db(DbCommand::List) => runtime.block_on(async {
-            let pool = admin_pool(&url, &settings)?;
-            for found in admin::list_databases(&pool).await? {
-                println!("{}", json!({"database": found.database, "entities": found.entities}));
+            for line in move_db::list(&*admin_clusters(&url, &settings).await?).await? {
+                println!("{line}");
             }
             Ok(())
         }),
+        Command::Db(DbCommand::Move { database, url: to }) => runtime.block_on(async {
+            let clusters = admin_clusters(&url, &settings).await?;
+            println!("{}", move_db::move_database(&clusters, &database, &to).await?);
+            Ok(())
+        }),
         Command::Db(DbCommand::Delete { database }) => runtime.block_on(async {
-            let pool = admin_pool(&url, &settings)?;
-            let deleted = db::databases::delete(&pool, &database)
+            let clusters = admin_clusters(&url, &settings).await?;
+            let deleted = db::databases::delete(&move_db::pool_of(&clusters, &database)?, &database)
                 .await
                 .map_err(|e| e.message.into_owned())?
                 .ok_or_else(|| format!("database {database} not found"))?;
+            let mut home = clusters.home().get().await.map_err(|e| e.to_string())?;
+            placement::place(&mut home, &database, None).await.map_err(|e| e.to_string())?;
             println!("{}", json!({"deleted": database, "entities": deleted}));
             Ok(())
         }),
         Command::Db(DbCommand::Usage { database }) => runtime.block_on(async {
-            let pool = admin_pool(&url, &settings)?;
+            let pool = move_db::pool_of(&*admin_clusters(&url, &settings).await?, &database)?;
             println!("{}", admin::usage(&pool, &database).await?);
             Ok(())
         }),
         Command::Key(KeyCommand::Revoke { database, value_id }) => runtime.block_on(async {
-            let pool = admin_pool(&url, &settings)?;
+            let pool = move_db::pool_of(&*admin_clusters(&url, &settings).await?, &database)?;
             admin::revoke_key(&pool, &database, &value_id).await?;
             println!("{}", json!({"revoked": value_id}));
             Ok(())
         }),
         Command::Export { database, out } => runtime.block_on(async {
-            let pool = bulk_pool(&url)?;
+            let pool = move_db::pool_of(&*bulk_clusters(&url, &settings).await?, &database)?;
             match out {
                 Some(path) => {
                     let header = export::export_to_file(&pool, &database, &path).await?;
@@ -218,7 +243,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }),
         Command::Import { database, file } => runtime.block_on(async {
-            let pool = bulk_pool(&url)?;
+            let pool = move_db::pool_of(&*bulk_clusters(&url, &settings).await?, &database)?;
             let input = std::fs::File::open(&file).map_err(|e| format!("{}: {e}", file.display()))?;
             let imported = import::import(&pool, &database, std::io::BufReader::new(input))
                 .await
@@ -232,18 +257,20 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-/// Migrates, then answers a small pool for one administration command.
-fn admin_pool(url: &str, settings: &Settings) -> Result<Pool, String> {
+/// Migrates every cluster, then answers small pools for one administration
+/// command, on the clusters as the placement table places databases.
+async fn admin_clusters(url: &str, settings: &Settings) -> Result<Arc<Clusters>, String> {
     db::migrate(url)?;
-    db::pool(url, 2, settings.database.statement_timeout_ms)
+    let timeout = settings.database.statement_timeout_ms;
+    Ok(move_db::clusters(url, &settings.database.placement, 2, timeout).await?)
 }
 
-/// As [`admin_pool`], without a statement limit: the limit guards the server
-/// against slow requests, and would cut an hour-long import short at its
-/// largest statement.
-fn bulk_pool(url: &str) -> Result<Pool, String> {
+/// As [`admin_clusters`], without a statement limit: the limit guards the
+/// server against slow requests, and would cut an hour-long import short at
+/// its largest statement.
+async fn bulk_clusters(url: &str, settings: &Settings) -> Result<Arc<Clusters>, String> {
     db::migrate(url)?;
-    db::pool(url, 2, 0)
+    Ok(move_db::clusters(url, &settings.database.placement, 2, 0).await?)
 }
 
 fn init_logging(settings: &Settings) {

@@ -2,6 +2,7 @@
 //! reports: counted in memory per database and month, written to PostgreSQL
 //! in batches, never one write per request.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use chrono::{Datelike, NaiveDate, Utc};
@@ -14,6 +15,7 @@ use serde_json::{Value as Json, json};
 use utoipa::ToSchema;
 
 use crate::db::Pool;
+use crate::db::placement::Clusters;
 use crate::error::ApiError;
 
 /// How long a computed usage object is served from memory.
@@ -96,40 +98,55 @@ impl Usage {
 
     /// Writes the pending counts (of existing databases) to PostgreSQL. Counts
     /// a failure leaves unwritten stay pending for the next flush.
-    pub async fn flush(&self, pool: &Pool) -> Result<(), ApiError> {
-        let batch: Vec<((String, NaiveDate), u64)> = {
+    pub async fn flush(&self, clusters: &Clusters) -> Result<(), ApiError> {
+        let batch: Vec<MonthCount> = {
             let keys: Vec<(String, NaiveDate)> = self.pending.iter().map(|entry| entry.key().clone()).collect();
             keys.into_iter().filter_map(|key| self.pending.remove(&key)).collect()
         };
         if batch.is_empty() {
             return Ok(());
         }
-        let mut written = 0;
-        let result = write_counts(pool, &batch, &mut written).await;
-        for (key, count) in batch.into_iter().skip(written) {
-            *self.pending.entry(key).or_default() += count;
+        // each database's counts go to the cluster it lives on
+        let mut by_cluster: HashMap<String, Vec<MonthCount>> = HashMap::new();
+        for entry in batch {
+            by_cluster.entry(clusters.url_of(&entry.0.0)).or_default().push(entry);
+        }
+        let mut result = Ok(());
+        for (url, batch) in by_cluster {
+            let mut written = 0;
+            let outcome = match clusters.pool_at(&url) {
+                Ok(pool) => write_counts(&pool, &batch, &mut written).await,
+                Err(error) => Err(error),
+            };
+            for (key, count) in batch.into_iter().skip(written) {
+                *self.pending.entry(key).or_default() += count;
+            }
+            result = result.and(outcome);
         }
         result
     }
 
     /// The usage object of database `db`: cached for five minutes; an uncached
     /// one includes every request counted before it.
-    pub async fn of(&self, pool: &Pool, db: &str) -> Result<UsageObject, ApiError> {
+    pub async fn of(&self, clusters: &Clusters, db: &str) -> Result<UsageObject, ApiError> {
         if let Some(cached) = self.cache.get(db)
             && cached.0.elapsed() < CACHE_FOR
         {
             return Ok(cached.1.clone());
         }
-        self.flush(pool).await?;
-        let mut conn = pool.get().await?;
+        self.flush(clusters).await?;
+        let mut conn = clusters.pool_for(db)?.get().await?;
         let usage = compute(&mut conn, db).await?;
         self.cache.insert(db.to_owned(), (Instant::now(), usage.clone()));
         Ok(usage)
     }
 }
 
+/// A database's requests in a month not yet written: `((db, month), count)`.
+type MonthCount = ((String, NaiveDate), u64);
+
 /// Adds each count to its row, one statement each; `written` counts those done.
-async fn write_counts(pool: &Pool, batch: &[((String, NaiveDate), u64)], written: &mut usize) -> Result<(), ApiError> {
+async fn write_counts(pool: &Pool, batch: &[MonthCount], written: &mut usize) -> Result<(), ApiError> {
     let mut conn = pool.get().await?;
     for ((db, month), count) in batch {
         diesel::sql_query(

@@ -14,7 +14,8 @@ use tracing::Span;
 
 use super::home::ActorHome;
 use crate::auth::api_key::GeneratedKey;
-use crate::db::{Pool, queued_work};
+use crate::db::placement::Clusters;
+use crate::db::queued_work;
 use crate::error::{ApiError, ErrorCode};
 use crate::metrics;
 use crate::write::{self, WriteOp, WriteOutcome, WriteRequest, WriteRules, WriterCache};
@@ -22,7 +23,8 @@ use crate::write::{self, WriteOp, WriteOutcome, WriteRequest, WriteRules, Writer
 type Reply = oneshot::Sender<Result<WriteOutcome, ApiError>>;
 
 pub struct DbWriter {
-    pool: Pool,
+    db: String,
+    clusters: Arc<Clusters>,
     limits: WriterLimits,
     formulas_due: Arc<Notify>,
     /// Writes waiting for the next transaction, in arrival order.
@@ -110,13 +112,13 @@ impl DbWriter {
             .map(|waiting| ((waiting.request, waiting.keys, waiting.span), waiting.reply))
             .unzip();
         metrics::observe_commit_batch(requests.len());
-        let (pool, rules) = (self.pool.clone(), self.limits.rules);
+        let (db, clusters, rules) = (self.db.clone(), self.clusters.clone(), self.limits.rules);
         let formulas_due = self.formulas_due.clone();
         let mut known = std::mem::take(&mut self.known);
         ctx.spawn(
             async move {
                 let queued_before = queued_work::count();
-                let outcomes = write::apply_batch_under(&pool, requests, &mut known, rules).await;
+                let outcomes = apply_where_placed(&clusters, &db, &requests, &mut known, rules).await;
                 if queued_work::count() != queued_before {
                     formulas_due.notify_one();
                 }
@@ -136,6 +138,42 @@ impl DbWriter {
     }
 }
 
+/// Applies the batch on the cluster database `db` lives on. A batch that
+/// failed whole may have met the old copy of a database moved meanwhile (it
+/// finds no live database there): when the placement table names another
+/// cluster now, the batch, which wrote nothing, runs there.
+async fn apply_where_placed(
+    clusters: &Clusters,
+    db: &str,
+    requests: &[(WriteRequest, Vec<GeneratedKey>, Span)],
+    known: &mut WriterCache,
+    rules: WriteRules,
+) -> Vec<Result<WriteOutcome, ApiError>> {
+    let url = clusters.url_of(db);
+    let outcomes = match clusters.pool_at(&url) {
+        Ok(pool) => write::apply_batch_under(&pool, requests, known, rules).await,
+        Err(error) => return vec![Err(error); requests.len()],
+    };
+    // the old copy answers as a database gone: an internal error, never a refusal
+    let failed_whole = outcomes
+        .iter()
+        .all(|outcome| matches!(outcome, Err(error) if error.code == ErrorCode::Internal));
+    if !failed_whole {
+        return outcomes;
+    }
+    match clusters.reload().await {
+        Ok(_) if clusters.url_of(db) != url => {
+            tracing::info!(db, "the database moved: its writes go to its new cluster");
+            *known = WriterCache::default();
+            match clusters.pool_for(db) {
+                Ok(pool) => write::apply_batch_under(&pool, requests, known, rules).await,
+                Err(error) => vec![Err(error); requests.len()],
+            }
+        }
+        _ => outcomes,
+    }
+}
+
 fn busy() -> ApiError {
     ApiError::new(
         ErrorCode::WritesBusy,
@@ -145,7 +183,7 @@ fn busy() -> ApiError {
 
 /// The writers of every database, started on first use.
 pub struct Writers {
-    pool: Pool,
+    clusters: Arc<Clusters>,
     limits: WriterLimits,
     writers: DashMap<String, Addr<DbWriter>>,
     formulas_due: Arc<Notify>,
@@ -153,9 +191,9 @@ pub struct Writers {
 }
 
 impl Writers {
-    pub fn new(pool: Pool, limits: WriterLimits) -> Writers {
+    pub fn new(clusters: Arc<Clusters>, limits: WriterLimits) -> Writers {
         Writers {
-            pool,
+            clusters,
             limits,
             writers: DashMap::new(),
             formulas_due: Arc::new(Notify::new()),
@@ -175,9 +213,11 @@ impl Writers {
             .writers
             .entry(request.db.clone())
             .or_insert_with(|| {
-                let (pool, limits, formulas_due) = (self.pool.clone(), self.limits, self.formulas_due.clone());
+                let (clusters, limits, formulas_due) = (self.clusters.clone(), self.limits, self.formulas_due.clone());
+                let db = request.db.clone();
                 DbWriter::start_in_arbiter(&self.home.handle(), move |_| DbWriter {
-                    pool,
+                    db,
+                    clusters,
                     limits,
                     formulas_due,
                     waiting: Vec::new(),

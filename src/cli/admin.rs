@@ -1,21 +1,16 @@
-//! The administration commands behind `eds db list`, `eds db usage` and
+//! The administration commands behind `eds db usage` and
 //! `eds key revoke`: they act with the operator's authority, without a token.
 
 use serde_json::Value as Json;
 
 use crate::cli::Failure;
-use crate::db::databases::{self, DatabaseCount};
+use crate::db::databases;
+use crate::db::placement::Clusters;
 use crate::db::{Pool, values};
 use crate::model::API_KEY_PROPERTY;
 use crate::rights::{Right, has_right};
 use crate::usage::Usage;
 use crate::write::{self, WriteOp, WriteRequest};
-
-/// Every database, by name, with its live entity count.
-pub async fn list_databases(pool: &Pool) -> Result<Vec<DatabaseCount>, Failure> {
-    let mut conn = pool.get().await?;
-    Ok(databases::with_entity_counts(&mut conn).await?)
-}
 
 /// Fails unless database `db` exists.
 pub async fn require_database(pool: &Pool, db: &str) -> Result<(), Failure> {
@@ -31,7 +26,8 @@ pub async fn require_database(pool: &Pool, db: &str) -> Result<(), Failure> {
 pub async fn usage(pool: &Pool, db: &str) -> Result<Json, Failure> {
     require_database(pool, db).await?;
     let usage = Usage::default()
-        .of(pool, db)
+        // `pool` is the database's own cluster's
+        .of(&Clusters::new("", pool.clone(), 1, 0), db)
         .await
         .map_err(|e| Failure(format!("usage of {db}: {}", e.message)))?;
     Ok(serde_json::to_value(usage).expect("the usage object serializes"))

@@ -6,6 +6,7 @@ pub mod admin;
 pub mod export;
 pub mod import;
 pub mod lines;
+pub mod move_db;
 
 use std::io::IsTerminal;
 

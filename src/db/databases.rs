@@ -173,6 +173,26 @@ pub async fn create_for_login(
     .await
 }
 
+/// Every table holding a database's data besides its `databases` row, each
+/// keyed by `db`, in an order deleting them one by one keeps to the foreign
+/// keys: what deleting a database removes, and what moving it copies.
+pub const DATA_TABLES: [&str; 14] = [
+    "change_log",
+    "webhook_attempts",
+    "webhook_outbox",
+    "webhooks",
+    "formula_queue",
+    "type_reprojections",
+    "idempotent_writes",
+    "request_counts",
+    "property_values",
+    "boolean_tallies",
+    "entities",
+    "entity_tallies",
+    "audiences",
+    "property_multiplicity",
+];
+
 /// Deletes database `name` and everything in it for good (an operator's
 /// `eds db delete`; its files stay in object storage). Answers how many
 /// entities it held, deleted ones included, or `None` when there is no such database.
@@ -188,22 +208,7 @@ pub async fn delete(pool: &Pool, name: &str) -> Result<Option<i64>, ApiError> {
                 .get_result::<Count>(conn)
                 .await?
                 .count;
-            for table in [
-                "change_log",
-                "webhook_attempts",
-                "webhook_outbox",
-                "webhooks",
-                "formula_queue",
-                "type_reprojections",
-                "idempotent_writes",
-                "request_counts",
-                "property_values",
-                "boolean_tallies",
-                "entities",
-                "entity_tallies",
-                "audiences",
-                "property_multiplicity",
-            ] {
+            for table in DATA_TABLES {
                 diesel::sql_query(format!("DELETE FROM {table} WHERE db = $1"))
                     .bind::<Text, _>(name)
                     .execute(conn)

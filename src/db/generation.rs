@@ -42,9 +42,12 @@ pub async fn begin_writes(conn: &mut AsyncPgConnection, name: &str) -> QueryResu
         "SELECT set_config('eds.bumps_generation', 'on', true)",
     ))
     .execute(conn);
-    let read =
-        Prepared::kept(diesel::sql_query("SELECT generation FROM databases WHERE name = $1").bind::<Text, _>(name))
-            .get_result::<Generation>(conn);
+    let read = Prepared::kept(
+        // a moved database's old copy is found no more: its late writers write on its new cluster
+        diesel::sql_query("SELECT generation FROM databases WHERE name = $1 AND moved_at IS NULL")
+            .bind::<Text, _>(name),
+    )
+    .get_result::<Generation>(conn);
     let (_, _, found) = futures_util::try_join!(lock, announce, read)?;
     Ok(found.generation)
 }

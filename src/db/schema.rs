@@ -7,6 +7,15 @@ diesel::table! {
         generation -> Int8,
         created_by_login -> Nullable<Text>,
         entity_id -> Nullable<Text>,
+        moved_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    placements (db) {
+        db -> Text,
+        cluster_url -> Text,
+        placed_at -> Timestamptz,
     }
 }
 

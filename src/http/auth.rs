@@ -4,7 +4,6 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::DateTime;
-use diesel_async::AsyncPgConnection;
 use serde::Deserialize;
 use serde_json::Value as Json;
 
@@ -64,7 +63,7 @@ pub async fn authenticate(
     let wanted = query.db.as_deref().or(query.account.as_deref());
     let invite = query.invite.as_deref().or(carried_invite.as_deref());
     let directory = SignInTo {
-        pool: &state.pool,
+        clusters: &state.clusters,
         writers: &state.writers,
         jwt: &state.jwt,
         now,
@@ -72,7 +71,7 @@ pub async fn authenticate(
     let SignedIn { accounts, conflict } = directory.sign_in_to(&login, wanted, invite).await?;
     let mut claims = Claims::access(login.sub(), accounts, Some(ip), now);
     claims.set_profile(&login);
-    token_response(&state, &mut *state.pool.get().await?, &claims, LOGIN, conflict).await
+    token_response(&state, &claims, LOGIN, conflict).await
 }
 
 #[utoipa::path(
@@ -93,15 +92,14 @@ pub async fn passkey_sign_in(
     let answer = AppAnswer::read(body.into_inner())?;
     let ip = client_ip(&req, &state.trusted_proxies);
     let now = state.clock.now();
-    let mut conn = state.pool.get().await?;
     let done = state
         .sign_in
-        .finish_passkey_sign_in(&mut conn, &answer.challenge_token, answer.credential, &ip, now)
+        .finish_passkey_sign_in(&state.clusters, &answer.challenge_token, answer.credential, &ip, now)
         .await?;
-    let accounts = accounts_of(&mut conn, &done.login.subject()).await?;
+    let accounts = accounts_of(&state.clusters, &done.login.subject()).await?;
     let mut claims = Claims::access(done.login.sub(), accounts, Some(ip), now);
     claims.set_profile(&done.login);
-    token_response(&state, &mut conn, &claims, LOGIN, false).await
+    token_response(&state, &claims, LOGIN, false).await
 }
 
 /// An API key exchanged for a token for its person (in `wanted` only, if given).
@@ -111,8 +109,7 @@ async fn key_login(
     credential: &str,
     wanted: Option<&String>,
 ) -> Result<HttpResponse, ApiError> {
-    let mut conn = state.pool.get().await?;
-    let mut candidates = accounts::api_key_candidates(&mut conn, &api_key::lookup(credential)).await?;
+    let mut candidates = accounts::api_key_candidates(&state.clusters, &api_key::lookup(credential)).await?;
     // An imported copy holds its source's key hashes: try the wanted database first.
     candidates.sort_by_key(|candidate| wanted.is_some_and(|wanted| *wanted != candidate.db));
     let plain = credential.to_owned();
@@ -132,7 +129,7 @@ async fn key_login(
         db: matched.db,
         value_id: matched.value_id,
     };
-    let accounts = accounts_of(&mut conn, &subject).await?;
+    let accounts = accounts_of(&state.clusters, &subject).await?;
     if accounts.is_empty() {
         return Err(refused(LOGIN, NO_ACCOUNTS, "No accessible accounts"));
     }
@@ -142,7 +139,7 @@ async fn key_login(
         Some(client_ip(req, &state.trusted_proxies)),
         state.clock.now(),
     );
-    token_response(state, &mut conn, &claims, LOGIN, false).await
+    token_response(state, &claims, LOGIN, false).await
 }
 
 /// `GET /api/auth/refresh`: a new token for a still valid or recently expired
@@ -165,12 +162,11 @@ pub async fn refresh(state: web::Data<AppState>, req: HttpRequest) -> Result<Htt
         metrics::token_refused(REFRESH, refusal.reason());
         ApiError::from(refusal)
     })?;
-    let mut conn = state.pool.get().await?;
-    let accounts = accounts_of_sub(&mut conn, &claims.sub).await?;
+    let accounts = accounts_of_sub(&state.clusters, &claims.sub).await?;
     if accounts.is_empty() {
         return Err(refused(REFRESH, NO_ACCOUNTS, "No accessible accounts"));
     }
-    token_response(&state, &mut conn, &claims.refreshed(accounts, ip, now), REFRESH, false).await
+    token_response(&state, &claims.refreshed(accounts, ip, now), REFRESH, false).await
 }
 
 /// Names of the token flows and refusal reasons in the metrics.
@@ -188,7 +184,6 @@ fn refused(flow: &'static str, reason: &'static str, message: &'static str) -> A
 /// `flow`; with `conflict`, an invitation was refused (`conflict: "invite"`).
 async fn token_response(
     state: &AppState,
-    conn: &mut AsyncPgConnection,
     claims: &Claims,
     flow: &'static str,
     conflict: bool,
@@ -196,7 +191,7 @@ async fn token_response(
     let mut accounts = Vec::new();
     let mut user_name = None;
     for (db, person) in &claims.accounts {
-        let name = accounts::person_name(conn, db, person).await?;
+        let name = accounts::person_name(&state.clusters, db, person).await?;
         // `user.name` is the person's name in the first database (by name) that has one.
         if user_name.is_none() {
             user_name.clone_from(&name);

@@ -37,7 +37,7 @@ async fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
         })?;
     let claims = state
         .logins
-        .live_claims(&state.pool, state.clock.now(), claims, "request")
+        .live_claims(&state.clusters, state.clock.now(), claims, "request")
         .await?;
     Ok(Caller {
         claims: Some(claims),

@@ -156,7 +156,7 @@ pub async fn complete(state: web::Data<AppState>, req: HttpRequest, query: web::
     let now = state.clock.now();
     let step = state
         .sign_in
-        .complete_authorization(&state.jwt, &state.pool, &query.request, &query.key, &ip, now)
+        .complete_authorization(&state.jwt, &state.clusters, &query.request, &query.key, &ip, now)
         .await;
     let (pending, token) = match step {
         Ok(AfterSignIn::AskConsent { pending, token }) => (pending, token),
@@ -213,7 +213,7 @@ pub async fn allow(
     let lang = Lang::from_query(form.lang.as_deref());
     let allowed = state
         .sign_in
-        .allow(&state.pool, &state.writers, &form.consent, &ip, state.clock.now())
+        .allow(&state.clusters, &state.writers, &form.consent, &ip, state.clock.now())
         .await;
     match allowed {
         Ok(code) => code_to_client(&state, &code),

@@ -258,12 +258,10 @@ pub async fn sign_in_finish(
     offered(&state)?;
     let body = body.into_inner();
     let ip = client_ip(&req, &state.trusted_proxies);
-    let mut conn = state.pool.get().await?;
     let done = state
         .sign_in
-        .finish_passkey_sign_in(&mut conn, &body.ceremony, body.credential, &ip, state.clock.now())
+        .finish_passkey_sign_in(&state.clusters, &body.ceremony, body.credential, &ip, state.clock.now())
         .await?;
-    drop(conn);
     signed_in(&state, done, &ip).await
 }
 

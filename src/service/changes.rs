@@ -97,7 +97,7 @@ pub async fn open(
     };
     let slot = service.changes.admit(holder)?;
     let (cursor, reset, reported) = {
-        let mut conn = service.pool.get().await?;
+        let mut conn = service.pool_for(db)?.get().await?;
         let latest = changes::latest(&mut conn, db).await?;
         let (cursor, reset) = match resume {
             Some(id) if changes::is_kept(&mut conn, db, id).await? => (id, false),
@@ -190,7 +190,7 @@ pub async fn ticket_caller(service: &Service, ticket: &str, ip: &str) -> Result<
     }
     let claims = service
         .logins
-        .live_claims(&service.pool, now, claims, "changes")
+        .live_claims(&service.clusters, now, claims, "changes")
         .await?;
     Ok(Caller {
         claims: Some(claims),

@@ -1,7 +1,7 @@
 //! Databases: whether a name is free, and a new one for a signed-in login.
 
-use crate::db::databases;
-use crate::error::ApiError;
+use crate::db::{databases, placement_reads};
+use crate::error::{ApiError, ErrorCode};
 use crate::service::{Caller, Service};
 
 pub use crate::db::databases::name_problem;
@@ -12,8 +12,10 @@ pub async fn unavailable(service: &Service, name: &str) -> Result<Option<&'stati
     if let Some(problem) = name_problem(name) {
         return Ok(Some(problem));
     }
-    let mut conn = service.pool.get().await?;
-    Ok(databases::exists(&mut conn, name).await?.then_some("taken"))
+    // a name is taken on whichever cluster holds it
+    Ok(placement_reads::exists_anywhere(&service.clusters, name)
+        .await?
+        .then_some("taken"))
 }
 
 /// Creates database `name` with the caller's login as its owner person:
@@ -24,8 +26,15 @@ pub async fn create(service: &Service, caller: &Caller, name: &str) -> Result<()
     let login = claims
         .login()
         .ok_or_else(|| ApiError::forbidden("Only a person signed in with a provider can create a database"))?;
+    // created where it is placed; a name no cluster holds yet
+    if placement_reads::exists_anywhere(&service.clusters, name).await? {
+        return Err(ApiError::new(
+            ErrorCode::DatabaseExists,
+            format!("Database {name} exists"),
+        ));
+    }
     databases::create_for_login(
-        &service.pool,
+        &service.pool_for(name)?,
         name,
         &login,
         service.new_databases_per_day,

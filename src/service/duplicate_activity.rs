@@ -99,7 +99,7 @@ pub async fn activity(
     let reader = caller.require_person(db)?;
     let Page { limit, skip } = paging.strict(MAX_ACTIVITY_PAGE, MAX_ACTIVITY_SKIP)?;
     service.require_database(db).await?;
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     access::entity_level(&mut conn, db, person_id, Some(reader)).await?;
     // a change holds at most two events: a value deleted, one written
     let needed = 2 * (skip + limit) as i64;

@@ -18,7 +18,7 @@ use crate::write::{IdempotencyKey, WriteOp, WriteOutcome};
 /// The entity `id` as `caller` may see it, references resolved.
 pub async fn read(service: &Service, caller: &Caller, db: &str, id: &str) -> Result<EntityRead, ApiError> {
     service.require_database(db).await?;
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     let person = caller.person_in(db);
     let entity = access::entity_read(&mut conn, db, id, person).await?;
     Ok(EntityRead { entity })
@@ -147,7 +147,7 @@ pub async fn history(
 ) -> Result<History, ApiError> {
     let person = caller.require_person(db)?;
     service.require_database(db).await?;
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     if access::entity_level(&mut conn, db, id, Some(person)).await? != ViewLevel::Full {
         return Err(ApiError::forbidden("History needs _viewer or higher"));
     }

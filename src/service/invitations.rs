@@ -33,7 +33,7 @@ pub async fn charge(
     let Some(person) = caller.person_in(db).filter(|_| invites) else {
         return Ok(None);
     };
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     if let Some(key) = retry
         && idempotency::recorded(&mut conn, db, person, &key.key, service.clock.now())
             .await?
@@ -113,7 +113,7 @@ pub async fn mail(
     outcome: &WriteOutcome,
     charged: Option<Charged>,
 ) -> Result<(), ApiError> {
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     let mailed = service
         .sign_in
         .mail_invitations(&mut conn, &service.jwt, db, outcome, service.clock.now())

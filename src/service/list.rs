@@ -61,7 +61,7 @@ pub async fn list(
     let body = match &service.answers {
         Some(answers) => {
             // databases are never removed while serving
-            let generation = generation::generation(&mut *service.pool.get().await?, db)
+            let generation = generation::generation(&mut *service.pool_for(db)?.get().await?, db)
                 .await?
                 .unwrap_or_default();
             let key = AnswerKey {
@@ -74,13 +74,13 @@ pub async fn list(
             // another caller's computation of the same answer.
             let compute = async {
                 let _permit = service.expensive.admit(&query).await?;
-                list_answer(&mut *service.pool.get().await?, db, person, &query).await
+                list_answer(&mut *service.pool_for(db)?.get().await?, db, person, &query).await
             };
             answers.get_or_compute(key, compute).await?
         }
         None => {
             let _permit = service.expensive.admit(&query).await?;
-            list_answer(&mut *service.pool.get().await?, db, person, &query).await?
+            list_answer(&mut *service.pool_for(db)?.get().await?, db, person, &query).await?
         }
     };
     Ok(ListAnswer::Whole(body))
@@ -103,12 +103,12 @@ pub async fn documents(
     let person = caller.person_in(db);
     let mut chunks = {
         let _permit = service.expensive.admit(&query).await?;
-        sql::Chunks::start(&mut *service.pool.get().await?, db, person, &query).await?
+        sql::Chunks::start(&mut *service.pool_for(db)?.get().await?, db, person, &query).await?
     };
     let mut docs = Vec::new();
     loop {
         let _permit = service.expensive.admit(&query).await?;
-        let mut conn = service.pool.get().await?;
+        let mut conn = service.pool_for(db)?.get().await?;
         let Some(entities) = chunks.next(&mut conn).await? else {
             return Ok(docs);
         };
@@ -204,7 +204,13 @@ async fn streamed_list(
 ) -> Result<ListAnswer, ApiError> {
     let chunks = {
         let _permit = service.expensive.admit(&query).await?;
-        sql::Chunks::start(&mut *service.pool.get().await?, &db, person.as_deref(), &query).await?
+        sql::Chunks::start(
+            &mut *service.pool_for(&db)?.get().await?,
+            &db,
+            person.as_deref(),
+            &query,
+        )
+        .await?
     };
     let mut page = StreamedPage {
         service,
@@ -251,7 +257,7 @@ impl StreamedPage {
             return Ok(None);
         }
         let _permit = self.service.expensive.admit(&self.query).await?;
-        let mut conn = self.service.pool.get().await?;
+        let mut conn = self.service.pool_for(&self.db)?.get().await?;
         let mut part = Vec::new();
         match self.chunks.next(&mut conn).await? {
             Some(entities) => {

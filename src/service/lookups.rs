@@ -27,7 +27,7 @@ pub async fn read_many(
     }
     service.require_database(db).await?;
     let person = caller.person_in(db);
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     let mut docs: Vec<Json> = sql::entities_by_id(&mut conn, db, &ids)
         .await?
         .into_values()
@@ -43,7 +43,7 @@ pub async fn read_many(
 /// Database `db`'s generation, changed by every committed change of its
 /// entities; 404 for an unknown database.
 pub async fn generation(service: &Service, db: &str) -> Result<i64, ApiError> {
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     generation::generation(&mut conn, db)
         .await?
         .ok_or_else(|| ApiError::not_found("Database not found"))

@@ -19,6 +19,7 @@ pub mod invitations;
 pub mod list;
 pub mod lookups;
 pub mod paging;
+pub mod placement;
 pub mod rate_limits;
 pub mod restore;
 pub mod state;

@@ -10,6 +10,7 @@ use super::rate_limits::RateLimits;
 use crate::actors::db_writer::Writers;
 use crate::auth::clock::Clock;
 use crate::auth::jwt::JwtKeys;
+use crate::db::placement::Clusters;
 use crate::db::{Pool, databases};
 use crate::error::ApiError;
 use crate::query::ExpensiveQueries;
@@ -21,7 +22,10 @@ use crate::write::{IdempotencyKey, WriteOp, WriteOutcome, WriteRequest};
 
 /// What the operations run on: the pool, the writers, the caches and limits.
 pub struct Service {
+    /// The home cluster's pool: the catalogue, sign-in state, placements.
     pub pool: Pool,
+    /// Where each database lives, and the pools of the clusters.
+    pub clusters: Arc<Clusters>,
     pub jwt: JwtKeys,
     /// Whether accepted tokens' logins still stand, looked up now and then.
     pub logins: LoginChecks,
@@ -73,8 +77,13 @@ impl Service {
             op,
             idempotency,
         };
-        let keys = prepare_keys(&self.pool, &request).await?;
+        let keys = prepare_keys(&self.pool_for(db)?, &request).await?;
         self.writers.write(request, keys).await
+    }
+
+    /// The pool of the cluster database `db` lives on.
+    pub fn pool_for(&self, db: &str) -> Result<Pool, ApiError> {
+        self.clusters.pool_for(db)
     }
 
     /// 404 unless database `db` exists.
@@ -91,7 +100,7 @@ impl Service {
         if self.known_databases.contains(db) {
             return Ok(true);
         }
-        let mut conn = self.pool.get().await?;
+        let mut conn = self.pool_for(db)?.get().await?;
         let exists = databases::exists(&mut conn, db).await?;
         if exists {
             self.known_databases.insert(db.to_owned());

@@ -15,7 +15,7 @@ use crate::view::access;
 pub async fn of_entity(service: &Service, caller: &Caller, db: &str, id: &str, size: &str) -> Result<String, ApiError> {
     service.require_database(db).await?;
     let size = thumbnail::parse_size(size)?;
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     let entity = access::entity_doc(&mut conn, db, id, caller.person_in(db)).await?;
     let photo = entity
         .get("photo")
@@ -45,7 +45,7 @@ pub async fn of_value(service: &Service, caller: &Caller, db: &str, id: &str, si
     service.require_database(db).await?;
     let size = thumbnail::parse_size(size)?;
     let value = {
-        let mut conn = service.pool.get().await?;
+        let mut conn = service.pool_for(db)?.get().await?;
         access::shown_value(&mut conn, db, id, caller.person_in(db)).await?
     };
     if value.filename.is_none() {

@@ -33,7 +33,7 @@ pub async fn signed_values(
     let Some(person) = caller.person_in(db) else {
         return Ok(open);
     };
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     let may_write = values::live_entity(&mut conn, db, entity_id, false)
         .await?
         .is_some_and(|entity| has_right(&entity.lists(), person, Right::Editor));

@@ -9,5 +9,5 @@ use crate::usage::UsageObject;
 pub async fn of(service: &Service, caller: &Caller, db: &str) -> Result<UsageObject, ApiError> {
     caller.require_person(db)?;
     service.require_database(db).await?;
-    service.usage.of(&service.pool, db).await
+    service.usage.of(&service.clusters, db).await
 }

@@ -19,7 +19,7 @@ pub struct ShownValue {
 /// Value `id` as `caller` may see it.
 pub async fn read(service: &Service, caller: &Caller, db: &str, id: &str) -> Result<ShownValue, ApiError> {
     service.require_database(db).await?;
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     let person = caller.person_in(db);
     let value = access::shown_value(&mut conn, db, id, person).await?;
     // References resolve inside an entity document; wrap the value in one.

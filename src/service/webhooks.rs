@@ -42,7 +42,7 @@ pub async fn check_write(
     if entity_id.is_some() && !names_settings || entity_id.is_none() && type_id.is_none() {
         return Ok(());
     }
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     let is_webhook = match (entity_id, &type_id) {
         (Some(id), _) => webhooks::type_name_of(&mut conn, db, id).await?,
         (None, Some(type_id)) => service.webhooks.type_name(&mut conn, db, type_id).await?,
@@ -89,7 +89,7 @@ pub async fn check_write_to_created(
     let Some(type_id) = type_id.filter(|_| names_settings) else {
         return Ok(());
     };
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     if service.webhooks.type_name(&mut conn, db, &type_id).await?.as_deref() != Some(WEBHOOK_TYPE) {
         return Ok(());
     }
@@ -119,7 +119,7 @@ fn check_settings(service: &Service, values: &[ValueInput]) -> Result<(), ApiErr
 /// 403 when `count` copies of entity `id`, a webhook, would take database
 /// `db` over `webhooks.max_per_database`.
 pub async fn check_copies(service: &Service, db: &str, id: &str, count: usize) -> Result<(), ApiError> {
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     if webhooks::type_name_of(&mut conn, db, id).await?.as_deref() != Some(WEBHOOK_TYPE) {
         return Ok(());
     }
@@ -169,7 +169,7 @@ pub async fn deliveries(
 ) -> Result<Deliveries, ApiError> {
     let person = caller.require_person(db)?;
     service.require_database(db).await?;
-    let mut conn = service.pool.get().await?;
+    let mut conn = service.pool_for(db)?.get().await?;
     let entity = values::live_entity(&mut conn, db, id, false)
         .await?
         .filter(|entity| can_read(entity.sharing(), &entity.lists(), Some(person)))
@@ -195,8 +195,11 @@ pub async fn deliveries(
     Ok(Deliveries { deliveries, count })
 }
 
-/// Webhooks parked in every database, for `/metrics`.
+/// Webhooks parked in every database, on every cluster, for `/metrics`.
 pub async fn parked(service: &Service) -> Result<i64, ApiError> {
-    let mut conn = service.pool.get().await?;
-    Ok(webhooks::parked(&mut conn).await?)
+    let mut parked = 0;
+    for (_, pool) in service.clusters.all() {
+        parked += webhooks::parked(&mut *pool.get().await?).await?;
+    }
+    Ok(parked)
 }

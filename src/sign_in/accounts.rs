@@ -4,15 +4,15 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use diesel_async::AsyncPgConnection;
 
 use super::invite::{self, Accepted};
 use crate::actors::db_writer::Writers;
 use crate::auth::jwt::JwtKeys;
 use crate::auth::login::Login;
 use crate::auth::subject::Subject;
+use crate::db::placement::Clusters;
 use crate::db::sign_in::AddUserTarget;
-use crate::db::{Pool, databases, sign_in, values};
+use crate::db::{databases, placement_reads, sign_in, values};
 use crate::error::{ApiError, ErrorCode};
 use crate::metrics;
 use crate::model::ids::new_id;
@@ -21,13 +21,11 @@ use crate::write::{WriteOp, WriteRequest};
 /// The databases `subject` reaches now, with its person in each: an API
 /// key reaches its entity's database while the key and the entity live; a
 /// provider login, every database where a live person holds it.
-pub async fn accounts_of(
-    conn: &mut AsyncPgConnection,
-    subject: &Subject,
-) -> Result<BTreeMap<String, String>, ApiError> {
+pub async fn accounts_of(clusters: &Clusters, subject: &Subject) -> Result<BTreeMap<String, String>, ApiError> {
     let mut accounts = BTreeMap::new();
     match subject {
         Subject::ApiKey { db, value_id } => {
+            let conn = &mut *clusters.pool_for(db)?.get().await?;
             if let Some(key) = values::find_value(conn, db, value_id).await?
                 && key.deleted_at.is_none()
                 && values::entity_exists(conn, db, &key.entity_id).await?
@@ -37,7 +35,7 @@ pub async fn accounts_of(
         }
         Subject::Login { .. } => {
             let identity = subject.login_identity().unwrap_or_default();
-            accounts.extend(sign_in::persons_of_login(conn, &identity).await?);
+            accounts.extend(placement_reads::persons_of_login(clusters, &identity).await?);
         }
         Subject::Invite { .. } => {}
     }
@@ -45,16 +43,16 @@ pub async fn accounts_of(
 }
 
 /// The databases a token's `sub` reaches now: none when it names no subject.
-pub async fn accounts_of_sub(conn: &mut AsyncPgConnection, sub: &str) -> Result<BTreeMap<String, String>, ApiError> {
+pub async fn accounts_of_sub(clusters: &Clusters, sub: &str) -> Result<BTreeMap<String, String>, ApiError> {
     match sub.parse::<Subject>() {
-        Ok(subject) => accounts_of(conn, &subject).await,
+        Ok(subject) => accounts_of(clusters, &subject).await,
         Err(_) => Ok(BTreeMap::new()),
     }
 }
 
 /// Where a provider login signs in, and what reads and writes that.
 pub struct SignInTo<'a> {
-    pub pool: &'a Pool,
+    pub clusters: &'a Clusters,
     pub writers: &'a Writers,
     pub jwt: &'a JwtKeys,
     pub now: DateTime<Utc>,
@@ -80,18 +78,18 @@ impl SignInTo<'_> {
         invite: Option<&str>,
     ) -> Result<SignedIn, ApiError> {
         // no connection is held while a write waits for its turn
-        let mut accounts = accounts_of(&mut *self.pool.get().await?, &login.subject()).await?;
+        let mut accounts = accounts_of(self.clusters, &login.subject()).await?;
         let mut conflict = false;
         if let Some(token) = invite {
-            match invite::accept(self.pool, self.writers, self.jwt, token, wanted, login, self.now).await? {
+            match invite::accept(self.clusters, self.writers, self.jwt, token, wanted, login, self.now).await? {
                 Accepted::Person { db, person } => accounts = invite::accounts(db, person),
                 Accepted::Conflict => conflict = true,
             }
         } else if let Some(wanted) = wanted {
             accounts.retain(|db, _| db == wanted);
             if accounts.is_empty()
-                && databases::exists(&mut *self.pool.get().await?, wanted).await?
-                && let Some(person) = add_user(self.pool, self.writers, wanted, login).await?
+                && databases::exists(&mut *self.clusters.pool_for(wanted)?.get().await?, wanted).await?
+                && let Some(person) = add_user(self.clusters, self.writers, wanted, login).await?
             {
                 accounts.insert(wanted.to_owned(), person);
             }
@@ -106,12 +104,17 @@ impl SignInTo<'_> {
 
 /// The login's person in `db`: the one holding it, else one made where
 /// the database's `add_user` says (with no connection held meanwhile).
-pub async fn person_for(pool: &Pool, writers: &Writers, db: &str, login: &Login) -> Result<Option<String>, ApiError> {
-    let mut accounts = accounts_of(&mut *pool.get().await?, &login.subject()).await?;
+pub async fn person_for(
+    clusters: &Clusters,
+    writers: &Writers,
+    db: &str,
+    login: &Login,
+) -> Result<Option<String>, ApiError> {
+    let mut accounts = accounts_of(clusters, &login.subject()).await?;
     if let Some(person) = accounts.remove(db) {
         return Ok(Some(person));
     }
-    add_user(pool, writers, db, login).await
+    add_user(clusters, writers, db, login).await
 }
 
 /// A person for `login` in `db`, which it is not yet in, when the database
@@ -119,8 +122,13 @@ pub async fn person_for(pool: &Pool, writers: &Writers, db: &str, login: &Login)
 /// created and answered, or `None` when it names no such place. The place
 /// is looked up on a connection given back before the write waits for its
 /// turn, and checked again in the write.
-pub async fn add_user(pool: &Pool, writers: &Writers, db: &str, login: &Login) -> Result<Option<String>, ApiError> {
-    let target = sign_in::add_user_target(&mut *pool.get().await?, db).await?;
+pub async fn add_user(
+    clusters: &Clusters,
+    writers: &Writers,
+    db: &str,
+    login: &Login,
+) -> Result<Option<String>, ApiError> {
+    let target = sign_in::add_user_target(&mut *clusters.pool_for(db)?.get().await?, db).await?;
     let Some(AddUserTarget { parent, person_type }) = target else {
         return Ok(None);
     };

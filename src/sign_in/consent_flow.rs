@@ -13,7 +13,7 @@ use super::oauth::Authorization;
 use crate::actors::db_writer::Writers;
 use crate::auth::jwt::JwtKeys;
 use crate::auth::login::Login;
-use crate::db::Pool;
+use crate::db::placement::Clusters;
 use crate::error::ApiError;
 
 /// A code issued: the browser goes back to `redirect_uri` with it and the
@@ -50,7 +50,7 @@ impl SignIn {
     pub async fn complete_authorization(
         &self,
         jwt: &JwtKeys,
-        pool: &Pool,
+        clusters: &Clusters,
         request: &str,
         key: &str,
         client_ip: &str,
@@ -64,7 +64,7 @@ impl SignIn {
             let refusal = ClientRefusal::to(&authorization, "access_denied", "The sign-in did not complete");
             return Err(AuthorizeRefusal::ToClient(refusal));
         };
-        match remembered_person(pool, &authorization, &login, now).await {
+        match remembered_person(clusters, &authorization, &login, now).await {
             Ok(Some(person)) => {
                 return self
                     .code_for(authorization, &login, person, now)
@@ -89,7 +89,7 @@ impl SignIn {
     /// and a code issued.
     pub async fn allow(
         &self,
-        pool: &Pool,
+        clusters: &Clusters,
         writers: &Writers,
         consent: &str,
         client_ip: &str,
@@ -99,7 +99,7 @@ impl SignIn {
             .take_consent(consent, client_ip, now)
             .await
             .map_err(AuthorizeRefusal::ToPerson)?;
-        let person = match person_for(pool, writers, &authorization.db, &login).await {
+        let person = match person_for(clusters, writers, &authorization.db, &login).await {
             Ok(Some(person)) => person,
             Ok(None) => {
                 let refusal = ClientRefusal::to(
@@ -111,7 +111,8 @@ impl SignIn {
             }
             Err(error) => return Err(unavailable(&authorization, error)),
         };
-        let remembered = match pool.get().await {
+        // consents are sign-in state: the home cluster's
+        let remembered = match clusters.home().get().await {
             Ok(mut conn) => consent::remember(&mut conn, &authorization, &person, now).await,
             Err(error) => Err(error.into()),
         };
@@ -158,18 +159,14 @@ impl SignIn {
 /// The login's person in the authorization's database, if they allowed
 /// this authorization within 30 days (no person is made here).
 async fn remembered_person(
-    pool: &Pool,
+    clusters: &Clusters,
     authorization: &Authorization,
     login: &Login,
     now: DateTime<Utc>,
 ) -> Result<Option<String>, ApiError> {
-    let mut conn = pool.get().await?;
-    let Some(person) = accounts_of(&mut conn, &login.subject())
-        .await?
-        .remove(&authorization.db)
-    else {
+    let Some(person) = accounts_of(clusters, &login.subject()).await?.remove(&authorization.db) else {
         return Ok(None);
     };
-    let remembered = consent::is_remembered(&mut conn, authorization, &person, now).await?;
+    let remembered = consent::is_remembered(&mut *clusters.home().get().await?, authorization, &person, now).await?;
     Ok(remembered.then_some(person))
 }

@@ -12,7 +12,8 @@ use super::SignIn;
 use crate::actors::db_writer::Writers;
 use crate::auth::jwt::{Claims, JwtKeys};
 use crate::auth::login::Login;
-use crate::db::{Pool, sign_in, values};
+use crate::db::placement::Clusters;
+use crate::db::{sign_in, values};
 use crate::error::{ApiError, ErrorCode};
 use crate::mail::{self, Mail};
 use crate::model::LOGIN_PROPERTY;
@@ -35,7 +36,7 @@ pub enum Accepted {
 /// person it linked), or one for another database. The connection of the
 /// look-ups is given back before the write waits for its turn.
 pub async fn accept(
-    pool: &Pool,
+    clusters: &Clusters,
     writers: &Writers,
     jwt: &JwtKeys,
     token: &str,
@@ -48,7 +49,7 @@ pub async fn accept(
     if wanted.is_some_and(|wanted| wanted != db) {
         return Err(invalid_invite());
     }
-    let mut conn = pool.get().await?;
+    let mut conn = clusters.pool_for(db)?.get().await?;
     let invitation = values::find_value(&mut conn, db, value_id)
         .await?
         .filter(|value| value.prop == LOGIN_PROPERTY)

@@ -8,8 +8,8 @@ use dashmap::DashMap;
 
 use crate::auth::jwt::{Claims, Refusal};
 use crate::auth::subject::Subject;
-use crate::db::sign_in::persons_of_login;
-use crate::db::{Pool, values};
+use crate::db::placement::Clusters;
+use crate::db::{placement_reads, values};
 use crate::error::ApiError;
 use crate::metrics;
 
@@ -47,7 +47,7 @@ impl LoginChecks {
     /// refused under `flow` when the login is revoked.
     pub async fn live_claims(
         &self,
-        pool: &Pool,
+        clusters: &Clusters,
         now: DateTime<Utc>,
         mut claims: Claims,
         flow: &'static str,
@@ -63,7 +63,7 @@ impl LoginChecks {
         let accounts = match kept {
             Some(accounts) => accounts,
             None => {
-                let accounts = look_up(pool, &claims).await?;
+                let accounts = look_up(clusters, &claims).await?;
                 if self.checked.len() >= KEPT_CHECKS {
                     self.checked.retain(|_, checked| fresh(checked.at));
                 }
@@ -87,7 +87,7 @@ impl LoginChecks {
 
 /// The databases of `claims` whose person is live (and, for a provider
 /// login, still holds it), or `None` when the login is revoked.
-async fn look_up(pool: &Pool, claims: &Claims) -> Result<Option<BTreeMap<String, String>>, ApiError> {
+async fn look_up(clusters: &Clusters, claims: &Claims) -> Result<Option<BTreeMap<String, String>>, ApiError> {
     let subject = claims.subject();
     let key = match &subject {
         Some(Subject::ApiKey { db, value_id }) => Some((db.as_str(), value_id.as_str())),
@@ -98,8 +98,22 @@ async fn look_up(pool: &Pool, claims: &Claims) -> Result<Option<BTreeMap<String,
         .iter()
         .map(|(db, person)| (db.as_str(), person.as_str()))
         .collect();
-    let mut conn = pool.get().await?;
-    let (key_live, live) = values::live_login(&mut conn, key, &persons).await?;
+    // each cluster answers for the databases living on it
+    let mut by_cluster: BTreeMap<String, Vec<(&str, &str)>> = BTreeMap::new();
+    for (db, person) in &persons {
+        by_cluster.entry(clusters.url_of(db)).or_default().push((db, person));
+    }
+    if let Some((db, _)) = key {
+        by_cluster.entry(clusters.url_of(db)).or_default();
+    }
+    let (mut key_live, mut live) = (false, Vec::new());
+    for (url, persons) in by_cluster {
+        let key_here = key.filter(|(db, _)| clusters.lives_on(db, &url));
+        let mut conn = clusters.pool_at(&url)?.get().await?;
+        let (key_live_here, live_here) = values::live_login(&mut conn, key_here, &persons).await?;
+        key_live |= key_live_here;
+        live.extend(live_here);
+    }
     if key.is_some() && !key_live {
         return Ok(None);
     }
@@ -109,7 +123,10 @@ async fn look_up(pool: &Pool, claims: &Claims) -> Result<Option<BTreeMap<String,
     if let Some(identity) = subject.as_ref().and_then(Subject::login_identity)
         && !accounts.is_empty()
     {
-        let holders: BTreeMap<String, String> = persons_of_login(&mut conn, &identity).await?.into_iter().collect();
+        let holders: BTreeMap<String, String> = placement_reads::persons_of_login(clusters, &identity)
+            .await?
+            .into_iter()
+            .collect();
         accounts.retain(|db, person| holders.get(db) == Some(person));
     }
     // A token that never named a person (a new login's) has nothing to lose.

@@ -8,7 +8,6 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
-use diesel_async::AsyncPgConnection;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
@@ -21,6 +20,8 @@ use webauthn_rs::prelude::{
 use super::{Completed, SignIn, random_token, refused, state_id, unavailable};
 use crate::auth::login::{Login, PASSKEY_PROVIDER, StoredPasskey};
 use crate::config::WebauthnSettings;
+use crate::db::placement::Clusters;
+use crate::db::placement_reads::on_every_cluster;
 use crate::db::sign_in::{self, Issued};
 use crate::error::ApiError;
 
@@ -198,7 +199,7 @@ impl SignIn {
     /// counter is stored back.
     pub async fn finish_passkey_sign_in(
         &self,
-        conn: &mut AsyncPgConnection,
+        clusters: &Clusters,
         token: &str,
         credential: Json,
         client_ip: &str,
@@ -210,7 +211,19 @@ impl SignIn {
         let credential_id = URL_SAFE_NO_PAD.encode(credential.get_credential_id());
         // Normally one; more only if someone registered another key under
         // this id: the one whose key verifies the answer is the login.
-        for (identity, mut stored) in sign_in::stored_passkeys(conn, &credential_id).await? {
+        // the passkey may be stored in databases on any cluster
+        let found = on_every_cluster(clusters, "stored passkeys", |pool| {
+            let credential_id = &credential_id;
+            async move {
+                let stored = sign_in::stored_passkeys(&mut *pool.get().await?, credential_id).await?;
+                Ok((pool, stored))
+            }
+        })
+        .await?;
+        let candidates = found
+            .into_iter()
+            .flat_map(|(_, (pool, stored))| stored.into_iter().map(move |one| (pool.clone(), one)));
+        for (pool, (identity, mut stored)) in candidates {
             let mut passkey: Passkey = serde_json::from_value(stored.credential.clone())
                 .map_err(|error| ApiError::internal("a stored passkey does not read", error))?;
             let Ok(verified) =
@@ -220,7 +233,7 @@ impl SignIn {
             };
             if passkey.update_credential(&verified) == Some(true) {
                 stored.credential = to_json(&passkey)?;
-                sign_in::update_passkey(conn, &identity, &stored.credential).await?;
+                sign_in::update_passkey(&mut *pool.get().await?, &identity, &stored.credential).await?;
             }
             let uid = identity
                 .strip_prefix(&format!("{PASSKEY_PROVIDER}:"))

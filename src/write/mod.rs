@@ -210,19 +210,19 @@ pub async fn apply_batch(
     batch: Vec<(WriteRequest, Vec<GeneratedKey>, Span)>,
     known: &mut WriterCache,
 ) -> Vec<Result<WriteOutcome, ApiError>> {
-    apply_batch_under(pool, batch, known, WriteRules::default()).await
+    apply_batch_under(pool, &batch, known, WriteRules::default()).await
 }
 
 /// [`apply_batch`] under a writer's `rules`.
 pub async fn apply_batch_under(
     pool: &Pool,
-    batch: Vec<(WriteRequest, Vec<GeneratedKey>, Span)>,
+    batch: &[(WriteRequest, Vec<GeneratedKey>, Span)],
     known: &mut WriterCache,
     rules: WriteRules,
 ) -> Vec<Result<WriteOutcome, ApiError>> {
     const CONFLICT_RUNS: u32 = 3;
     let mut applied = match pool.get().await {
-        Ok(mut conn) => apply_on(&mut conn, &batch, known, rules).await,
+        Ok(mut conn) => apply_on(&mut conn, batch, known, rules).await,
         Err(error) => Err(batch::Failed::NoConnection(error.into())),
     };
     let (mut reconnected, mut conflicted_runs) = (false, 1);
@@ -237,7 +237,7 @@ pub async fn apply_batch_under(
                 reconnected = true;
                 // a new connection: others in the pool may have broken with it
                 match crate::db::new_connection(pool).await {
-                    Ok(mut conn) => apply_on(&mut conn, &batch, known, rules).await,
+                    Ok(mut conn) => apply_on(&mut conn, batch, known, rules).await,
                     Err(error) => Err(batch::Failed::NoConnection(error)),
                 }
             }
@@ -245,7 +245,7 @@ pub async fn apply_batch_under(
                 tracing::warn!("the writes met another transaction in a deadlock; running them again");
                 conflicted_runs += 1;
                 match pool.get().await {
-                    Ok(mut conn) => apply_on(&mut conn, &batch, known, rules).await,
+                    Ok(mut conn) => apply_on(&mut conn, batch, known, rules).await,
                     Err(error) => Err(batch::Failed::NoConnection(error.into())),
                 }
             }

@@ -272,7 +272,8 @@ async fn request_counts_a_failed_flush_could_not_write_arrive_with_the_next_flus
         assert_eq!(app.get("/api/demo/entity", &owner).await.0, 200);
     }
     // A flush to a database that does not answer fails; it had counts to write.
-    let unreachable = eds::db::pool("postgres://postgres@127.0.0.1:1/none", 1, 2000).unwrap();
+    let nowhere = "postgres://postgres@127.0.0.1:1/none";
+    let unreachable = eds::db::placement::Clusters::new(nowhere, eds::db::pool(nowhere, 1, 2000).unwrap(), 1, 2000);
     let failed = app.state.usage.flush(&unreachable).await;
     assert!(failed.is_err());
     // The next flush (this read makes one) writes them: 3 + the read itself.

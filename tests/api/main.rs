@@ -40,6 +40,7 @@ mod openapi;
 mod operability;
 mod passkeys;
 mod pgbouncer;
+mod placement;
 mod processes;
 mod projection;
 mod providers;

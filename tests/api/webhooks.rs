@@ -7,7 +7,7 @@ use crate::support;
 mod delivery;
 mod failures;
 mod limits;
-mod receiver;
+pub mod receiver;
 mod rules;
 mod throughput;
 
@@ -32,7 +32,7 @@ async fn app(overrides: &[(&str, String)]) -> TestApp {
 }
 
 /// Creates a webhook as `token`'s person; answers its id and its secret.
-async fn webhook(
+pub async fn webhook(
     app: &TestApp,
     token: &str,
     url: &str,

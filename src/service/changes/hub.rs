@@ -11,7 +11,8 @@ use dashmap::DashMap;
 use tokio::sync::{Notify, watch};
 
 use super::select::{Subscriber, select};
-use crate::db::{Pool, changes};
+use crate::db::changes;
+use crate::db::placement::Clusters;
 use crate::error::{ApiError, ErrorCode};
 
 /// How often a reader looks at the log when nothing woke it: changes made
@@ -27,7 +28,7 @@ const PACE: Duration = Duration::from_millis(50);
 
 /// The change hub of a process (see the module).
 pub struct ChangeHub {
-    pool: Pool,
+    clusters: Arc<Clusters>,
     readers: Mutex<HashMap<String, Arc<Reader>>>,
     max_streams: usize,
     max_per_caller: usize,
@@ -66,9 +67,9 @@ impl Drop for StreamSlot {
 }
 
 impl ChangeHub {
-    pub fn new(pool: Pool, max_streams: usize, max_per_caller: usize) -> Arc<ChangeHub> {
+    pub fn new(clusters: Arc<Clusters>, max_streams: usize, max_per_caller: usize) -> Arc<ChangeHub> {
         Arc::new(ChangeHub {
-            pool,
+            clusters,
             readers: Mutex::default(),
             max_streams,
             max_per_caller,
@@ -221,7 +222,8 @@ impl ChangeHub {
     /// One batch.
     async fn step(&self, db: &str, subscribers: &mut Vec<Subscriber>) -> Result<Step, ApiError> {
         let from = subscribers.iter().map(|s| s.cursor).min().unwrap_or_default();
-        let mut conn = self.pool.get().await?;
+        // the database's cluster now: a reader follows a move
+        let mut conn = self.clusters.pool_for(db)?.get().await?;
         let rows = changes::after(&mut conn, db, from, BATCH).await?;
         let Some(last) = rows.last().map(|row| row.id) else {
             return Ok(Step {

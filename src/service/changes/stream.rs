@@ -99,7 +99,7 @@ impl Body {
         let service = &self.service;
         let live = service
             .logins
-            .live_claims(&service.pool, service.clock.now(), claims.clone(), "changes")
+            .live_claims(&service.clusters, service.clock.now(), claims.clone(), "changes")
             .await;
         match live {
             Ok(live) => live.person_in(&self.db) == person,

@@ -12,6 +12,7 @@ use eds::db::{self, Pool, local_cluster::LocalCluster};
 use serde_json::{Value as Json, json};
 
 pub mod browser;
+pub mod clusters;
 pub mod document_server;
 pub mod email_login;
 pub mod oauth;
@@ -61,7 +62,7 @@ const TEST_DATABASE_PREFIX: &str = "t_";
 /// Drops the test databases of test processes that have ended: each holds
 /// about 8 MB, and a full run makes hundreds, so the shared cluster keeps
 /// only those of the processes still running.
-fn drop_databases_of_ended_processes(admin_url: &str) {
+pub fn drop_databases_of_ended_processes(admin_url: &str) {
     use diesel::{Connection, PgConnection, RunQueryDsl, sql_types::Text};
     #[derive(diesel::QueryableByName)]
     struct Database {

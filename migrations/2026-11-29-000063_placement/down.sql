@@ -1,0 +1,2 @@
+ALTER TABLE databases DROP COLUMN moved_at;
+DROP TABLE placements;
