@@ -443,6 +443,22 @@ pub async fn assert_retry_later(response: reqwest::Response) -> Json {
     response.json().await.expect("a JSON error body")
 }
 
+/// The statement-timeout tests' slow list (every `n` value sorted, over the
+/// entities they plant) answers 503 `query_timeout` at the limit, not when
+/// the query would have finished.
+pub async fn assert_slow_list_times_out(http: &reqwest::Client, url: &str, token: &str) {
+    let started = std::time::Instant::now();
+    let response = http
+        .get(format!("{url}/api/demo/entity?n.number.gte=0&sort=-n.number"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    let body = assert_retry_later(response).await;
+    assert_eq!(body["error"], "query_timeout", "{body}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
 impl Drop for TestApp {
     fn drop(&mut self) {
         // The stop command is sent at once; its completion is not awaited
