@@ -19,7 +19,9 @@ use crate::config::Settings;
 use crate::db::{self, Pool, local_cluster::LocalCluster};
 use crate::error::{ApiError, ErrorCode};
 use crate::formula::worker as formula_worker;
-use crate::http::middleware::{challenge, cors, error_body, limits, metrics, request_log, trailing_slash, usage};
+use crate::http::middleware::{
+    challenge, consistency, cors, error_body, limits, metrics, request_log, trailing_slash, usage,
+};
 use crate::http::{self, AppState};
 use crate::jobs;
 use crate::mail::Mailer;
@@ -27,7 +29,9 @@ use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::service::Service;
 use crate::service::changes::{self, ChangeHub};
+use crate::service::consistency::Signer;
 use crate::service::rate_limits::RateLimits;
+use crate::service::replicas::Replicas;
 use crate::sign_in::SignIn;
 use crate::sign_in::client_metadata::ClientDocuments;
 use crate::sign_in::login_checks::LoginChecks;
@@ -162,6 +166,13 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         limits: Arc::new(RateLimits::from_settings(&settings.limits)),
         webhooks: crate::service::webhook_rules::WebhookRules::new(settings.webhooks.clone()),
         changes,
+        replicas: Arc::new(Replicas::new(
+            &settings.database.replica_urls,
+            settings.database.pool_size,
+            settings.database.statement_timeout_ms,
+            settings.database.replica_max_lag_ms,
+            Signer::new(&secret),
+        )?),
     };
     Ok(web::Data::new(AppState {
         service: Arc::new(service),
@@ -221,6 +232,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
             .wrap(from_fn(challenge::challenge))
             .wrap(from_fn(usage::count_request))
             .wrap(from_fn(limits::middleware))
+            .wrap(from_fn(consistency::answer_position))
             .wrap(from_fn(cors::cors))
             .wrap(from_fn(metrics::observe))
             .wrap(from_fn(request_log::request_log))
@@ -253,7 +265,14 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
         "" => settings.database.url.clone(),
         direct => direct.to_owned(),
     };
-    actix_web::rt::spawn(changes::listen(flushed.changes.clone(), listen_url));
+    actix_web::rt::spawn(changes::listen(
+        flushed.changes.clone(),
+        flushed.replicas.clone(),
+        listen_url,
+    ));
+    if !flushed.replicas.is_empty() {
+        actix_web::rt::spawn(flushed.replicas.clone().watch(flushed.pool.clone()));
+    }
     actix_web::rt::spawn(close_streams_on_signal(flushed.changes.clone()));
     actix_web::rt::spawn(jobs::change_log::sweep_every(
         flushed.pool.clone(),

@@ -59,6 +59,12 @@ pub struct DatabaseSettings {
     pub answer_cache_bytes: u64,
     /// A direct (not pooled) URL for `LISTEN`; empty: `url`.
     pub direct_url: String,
+    /// Streaming replicas that serve reads.
+    #[serde(deserialize_with = "list_or_comma_separated")]
+    pub replica_urls: Vec<String>,
+    /// A replica whose last replayed commit is older than this, and that has
+    /// not replayed the primary's position, is skipped.
+    pub replica_max_lag_ms: u64,
 }
 
 /// GraphQL's bounds of one document (`max_depth`: introspection not counted).
