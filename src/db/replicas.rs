@@ -18,7 +18,7 @@ struct Position {
     position: i64,
 }
 
-/// The primary's WAL position now: past every commit acknowledged before.
+/// The primary's WAL written so far: what its standbys can have replayed.
 pub async fn current_position(conn: &mut AsyncPgConnection) -> Result<u64, ApiError> {
     let found: Position = diesel::sql_query("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint AS position")
         .get_result(conn)
@@ -28,8 +28,17 @@ pub async fn current_position(conn: &mut AsyncPgConnection) -> Result<u64, ApiEr
 
 /// The position after the writes a writer just committed, or `None` when it
 /// cannot be read (the write stands; its answer then carries no position).
+/// The insert position, not the written one: with asynchronous commit the
+/// WAL written may still end before the commit's record.
 pub async fn commit_position(pool: &Pool) -> Option<u64> {
-    let position = async { current_position(&mut *pool.get().await?).await }.await;
+    let position = async {
+        let found: Position =
+            diesel::sql_query("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint AS position")
+                .get_result(&mut *pool.get().await?)
+                .await?;
+        Ok::<_, ApiError>(found.position as u64)
+    }
+    .await;
     position
         .inspect_err(|error| tracing::warn!(%error, "reading the commit position failed"))
         .ok()

@@ -373,3 +373,93 @@ async fn a_revoked_key_is_refused_with_replay_paused() {
     }
     setup.resume().await;
 }
+
+/// The position a header value carries, after checking it is signed for the home cluster.
+fn position_of(value: &str) -> u64 {
+    let signer = eds::service::consistency::Signer::new(JWT_SECRET.as_bytes());
+    signer
+        .verify("home", value)
+        .unwrap_or_else(|| panic!("not a signed position: {value}"))
+}
+
+#[tokio::test]
+async fn every_write_answer_carries_a_signed_consistency_header_and_reads_none() {
+    let app = TestApp::start().await;
+    let (token, thing, id) = thing(&app).await;
+    let mut positions = Vec::new();
+    let mut write = async |method: &str, path: String, body: Option<Json>| {
+        let (status, headers, answer) = send(&app, method, &path, Some(&token), None, body).await;
+        assert!(status < 300, "{method} {path}: {answer}");
+        positions.push(position_of(&consistency_of(&headers)));
+        answer
+    };
+    let added = write(
+        "POST",
+        format!("/api/demo/entity/{id}"),
+        Some(json!([{"type": "note", "string": "x"}])),
+    )
+    .await;
+    let value = added["properties"][0]["_id"].as_str().unwrap().to_owned();
+    write("DELETE", format!("/api/demo/property/{value}"), None).await;
+    let created = write(
+        "POST",
+        "/api/demo/entity".to_owned(),
+        Some(json!([{"type": "_type", "reference": thing}])),
+    )
+    .await;
+    let operations = json!({"operations": [{"op": "create", "properties": [{"type": "_type", "reference": thing}]}]});
+    write("POST", "/api/demo/batch".to_owned(), Some(operations)).await;
+    let mutation = json!({"query": "mutation($p: JSON!) { create(properties: $p) }",
+        "variables": {"p": [{"type": "_type", "reference": thing}]}});
+    write("POST", "/api/demo/graphql".to_owned(), Some(mutation)).await;
+    write(
+        "DELETE",
+        format!("/api/demo/entity/{}", created["_id"].as_str().unwrap()),
+        None,
+    )
+    .await;
+    // each write commits after the one before
+    assert!(positions.windows(2).all(|pair| pair[0] < pair[1]), "{positions:?}");
+    let (status, headers, _) = send(&app, "GET", &format!("/api/demo/entity/{id}"), Some(&token), None, None).await;
+    assert_eq!(status, 200);
+    assert!(
+        headers.get("Eds-Consistency").is_none(),
+        "a read answer carries no position"
+    );
+    // a refused write wrote nothing: no position either
+    let (status, headers, _) = send(
+        &app,
+        "DELETE",
+        "/api/demo/entity/000000000000000000000000",
+        Some(&token),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+    assert!(headers.get("Eds-Consistency").is_none());
+}
+
+#[tokio::test]
+async fn cors_allows_and_exposes_the_consistency_header() {
+    let app = TestApp::start().await;
+    let preflight = app
+        .http
+        .request(reqwest::Method::OPTIONS, format!("{}/api/demo/entity", app.url))
+        .header("Origin", "https://app.example")
+        .header("Access-Control-Request-Method", "GET")
+        .header("Access-Control-Request-Headers", "authorization, eds-consistency")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status().as_u16(), 204);
+    let allowed = preflight.headers()["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .to_lowercase();
+    assert!(allowed.contains("eds-consistency"), "{allowed}");
+    let token = app.owner_token().await;
+    let (_, headers, _) = send(&app, "GET", "/api/demo/entity?limit=1", Some(&token), None, None).await;
+    let exposed = headers["access-control-expose-headers"].to_str().unwrap();
+    assert!(exposed.split(", ").any(|name| name == "Eds-Consistency"), "{exposed}");
+}
