@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+mod lists;
+use lists::list_or_comma_separated;
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct Settings {
     pub http: HttpSettings,
@@ -62,8 +65,7 @@ pub struct DatabaseSettings {
     /// Streaming replicas that serve reads.
     #[serde(deserialize_with = "list_or_comma_separated")]
     pub replica_urls: Vec<String>,
-    /// A replica whose last replayed commit is older than this, and that has
-    /// not replayed the primary's position, is skipped.
+    /// Skipped: a replica behind the primary whose last replayed commit is older.
     pub replica_max_lag_ms: u64,
 }
 
@@ -380,27 +382,4 @@ impl Settings {
         }
         builder.build()?.try_deserialize()
     }
-}
-
-/// A list given as a list, or as one string: a JSON list, or comma-separated.
-fn list_or_comma_separated<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum ListOrText {
-        List(Vec<String>),
-        Text(String),
-    }
-    Ok(match ListOrText::deserialize(deserializer)? {
-        ListOrText::List(items) => items,
-        ListOrText::Text(text) => match serde_json::from_str::<Vec<String>>(&text) {
-            // an environment variable may hold the list as JSON
-            Ok(items) => items,
-            Err(_) => text
-                .split(',')
-                .map(str::trim)
-                .filter(|item| !item.is_empty())
-                .map(str::to_owned)
-                .collect(),
-        },
-    })
 }

@@ -199,13 +199,15 @@ fn watch_for_exit(run_dir: &Path) {
         run = run_dir.display(),
         pg_ctl = bin_dir().join("pg_ctl").display(),
     );
-    Command::new("sh")
-        .args(["-c", &script])
+    // in the background of a shell that ends at once: the watcher outlives no one's wait
+    let started = Command::new("sh")
+        .args(["-c", &format!("({script}) >/dev/null 2>&1 &")])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
+        .status()
         .expect("start the exit watcher");
+    assert!(started.success());
 }
 
 fn pg_ctl(dir: &Path, args: &[&str]) -> bool {
