@@ -4,7 +4,9 @@
 use serde::Deserialize;
 
 /// A list given as a list, or as one string: a JSON list, or comma-separated.
-pub(super) fn list_or_comma_separated<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+pub(super) fn list_or_comma_separated<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum ListOrText {

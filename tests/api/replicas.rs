@@ -171,10 +171,10 @@ async fn read_your_writes_holds_a_thousand_times_with_replay_paused() {
         )
         .await;
         assert_eq!(status, 200, "{read}");
-        let notes = read["entity"]["note"].as_array().unwrap();
+        let notes = read["entity"]["note"].as_array().cloned().unwrap_or_default();
         assert!(
             notes.iter().any(|note| note["string"] == name.as_str()),
-            "read {n} missed its write"
+            "read {n} missed its write: {read}"
         );
     }
     assert_eq!(
