@@ -20,14 +20,18 @@ use crate::db::placement::Clusters;
 use crate::db::{self, Pool, local_cluster::LocalCluster};
 use crate::error::{ApiError, ErrorCode};
 use crate::formula::worker as formula_worker;
-use crate::http::middleware::{challenge, cors, error_body, limits, metrics, request_log, trailing_slash, usage};
+use crate::http::middleware::{
+    challenge, consistency, cors, error_body, limits, metrics, request_log, trailing_slash, usage,
+};
 use crate::http::{self, AppState};
 use crate::jobs;
 use crate::mail::Mailer;
 use crate::query::ExpensiveQueries;
 use crate::query::cache::AnswerCache;
 use crate::service::changes::{self, ChangeHub};
+use crate::service::consistency::Signer;
 use crate::service::rate_limits::RateLimits;
+use crate::service::replicas::Replicas;
 use crate::service::{Service, placement};
 use crate::sign_in::SignIn;
 use crate::sign_in::client_metadata::ClientDocuments;
@@ -170,6 +174,13 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
         limits: Arc::new(RateLimits::from_settings(&settings.limits)),
         webhooks: crate::service::webhook_rules::WebhookRules::new(settings.webhooks.clone()),
         changes,
+        replicas: Arc::new(Replicas::new(
+            &settings.database.replica_urls,
+            settings.database.pool_size,
+            settings.database.statement_timeout_ms,
+            settings.database.replica_max_lag_ms,
+            Signer::new(&secret),
+        )?),
     };
     Ok(web::Data::new(AppState {
         service: Arc::new(service),
@@ -231,6 +242,7 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
             .wrap(from_fn(challenge::challenge))
             .wrap(from_fn(usage::count_request))
             .wrap(from_fn(limits::middleware))
+            .wrap(from_fn(consistency::answer_position))
             .wrap(from_fn(cors::cors))
             .wrap(from_fn(metrics::observe))
             .wrap(from_fn(request_log::request_log))
@@ -264,6 +276,9 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
             start_cluster_workers(&workers_settings, &workers_state, pool, listen);
         }
     });
+    if !flushed.replicas.is_empty() {
+        actix_web::rt::spawn(flushed.replicas.clone().watch(flushed.pool.clone()));
+    }
     actix_web::rt::spawn(close_streams_on_signal(flushed.changes.clone()));
     actix_web::rt::spawn(flush_request_counts(flushed));
     Ok(server.run())
@@ -286,7 +301,11 @@ fn start_cluster_workers(settings: &Settings, state: &AppState, pool: Pool, list
         Duration::from_millis(settings.actors.formula_poll_ms.max(10)),
     ));
     actix_web::rt::spawn(crate::webhooks::run(pool.clone(), settings.webhooks.clone()));
-    actix_web::rt::spawn(changes::listen(state.changes.clone(), listen_url));
+    actix_web::rt::spawn(changes::listen(
+        state.changes.clone(),
+        state.replicas.clone(),
+        listen_url,
+    ));
     actix_web::rt::spawn(jobs::change_log::sweep_every(
         pool,
         settings.changes.retention_hours,

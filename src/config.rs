@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 pub mod docs;
+mod lists;
 mod maps;
+use lists::list_or_comma_separated;
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Settings {
@@ -65,6 +67,11 @@ pub struct DatabaseSettings {
     pub direct_url: String,
     #[serde(deserialize_with = "maps::map_or_json")] // database name → cluster URL: seeds the placement table
     pub placement: std::collections::BTreeMap<String, String>,
+    /// Streaming replicas that serve reads.
+    #[serde(deserialize_with = "list_or_comma_separated")]
+    pub replica_urls: Vec<String>,
+    /// Skipped: a replica behind the primary whose last replayed commit is older.
+    pub replica_max_lag_ms: u64,
 }
 
 /// GraphQL's bounds of one document (`max_depth`: introspection not counted).
@@ -373,27 +380,4 @@ impl Settings {
         }
         builder.build()?.try_deserialize()
     }
-}
-
-/// A list given as a list, or as one string: a JSON list, or comma-separated.
-fn list_or_comma_separated<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum ListOrText {
-        List(Vec<String>),
-        Text(String),
-    }
-    Ok(match ListOrText::deserialize(deserializer)? {
-        ListOrText::List(items) => items,
-        ListOrText::Text(text) => match serde_json::from_str::<Vec<String>>(&text) {
-            // an environment variable may hold the list as JSON
-            Ok(items) => items,
-            Err(_) => text
-                .split(',')
-                .map(str::trim)
-                .filter(|item| !item.is_empty())
-                .map(str::to_owned)
-                .collect(),
-        },
-    })
 }

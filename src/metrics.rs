@@ -165,6 +165,13 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     metrics
 });
 
+/// Adds metrics kept elsewhere (the read replicas') to what `/metrics` shows.
+pub fn register(collector: Box<dyn prometheus::core::Collector>) {
+    if let Err(error) = METRICS.registry.register(collector) {
+        tracing::error!(%error, "registering a metric failed");
+    }
+}
+
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 

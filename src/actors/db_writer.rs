@@ -15,12 +15,19 @@ use tracing::Span;
 use super::home::ActorHome;
 use crate::auth::api_key::GeneratedKey;
 use crate::db::placement::Clusters;
-use crate::db::queued_work;
+use crate::db::{queued_work, replicas};
 use crate::error::{ApiError, ErrorCode};
 use crate::metrics;
 use crate::write::{self, WriteOp, WriteOutcome, WriteRequest, WriteRules, WriterCache};
 
-type Reply = oneshot::Sender<Result<WriteOutcome, ApiError>>;
+type Reply = oneshot::Sender<Result<Committed, ApiError>>;
+
+/// A write's outcome and the primary's WAL position after its transaction
+/// committed (read once per transaction; `None` when it could not be read).
+pub struct Committed {
+    pub outcome: WriteOutcome,
+    pub position: Option<u64>,
+}
 
 pub struct DbWriter {
     db: String,
@@ -50,7 +57,7 @@ impl Actor for DbWriter {
 /// A write, the API keys it asks for (hashed before: never in the writer's
 /// turn) and the request span it was sent from (the writer logs under it).
 #[derive(Message)]
-#[rtype(result = "Result<WriteOutcome, ApiError>")]
+#[rtype(result = "Result<Committed, ApiError>")]
 pub struct Write(pub WriteRequest, pub Vec<GeneratedKey>, pub Span);
 
 struct Waiting {
@@ -63,7 +70,7 @@ struct Waiting {
 }
 
 impl Handler<Write> for DbWriter {
-    type Result = ResponseFuture<Result<WriteOutcome, ApiError>>;
+    type Result = ResponseFuture<Result<Committed, ApiError>>;
 
     fn handle(&mut self, message: Write, ctx: &mut Self::Context) -> Self::Result {
         if self.waiting.len() >= self.limits.waiting {
@@ -122,9 +129,15 @@ impl DbWriter {
                 if queued_work::count() != queued_before {
                     formulas_due.notify_one();
                 }
+                // one position for the whole transaction, for the answers' Eds-Consistency
+                // (the replicas stand by the home cluster)
+                let position = match outcomes.iter().any(Result::is_ok) && clusters.is_home(&db) {
+                    true => replicas::commit_position(clusters.home()).await,
+                    false => None,
+                };
                 for (reply, outcome) in replies.into_iter().zip(outcomes) {
                     // a caller that went away no longer needs its answer
-                    let _ = reply.send(outcome);
+                    let _ = reply.send(outcome.map(|outcome| Committed { outcome, position }));
                 }
                 known
             }
@@ -209,6 +222,13 @@ impl Writers {
     /// Sends a write, with the keys it asks for, to its database's writer and
     /// waits for the outcome.
     pub async fn write(&self, request: WriteRequest, keys: Vec<GeneratedKey>) -> Result<WriteOutcome, ApiError> {
+        self.write_committed(request, keys)
+            .await
+            .map(|committed| committed.outcome)
+    }
+
+    /// [`Writers::write`], with the commit position of the write.
+    pub async fn write_committed(&self, request: WriteRequest, keys: Vec<GeneratedKey>) -> Result<Committed, ApiError> {
         let writer = self
             .writers
             .entry(request.db.clone())

@@ -21,6 +21,7 @@ pub mod prepared;
 pub mod projection;
 pub mod queued_work;
 pub mod references;
+pub mod replicas;
 pub mod reprojection_queue;
 pub mod schema;
 mod seed;

@@ -67,6 +67,12 @@ impl Clusters {
         placed.get(db).cloned().unwrap_or_else(|| self.home_url.clone())
     }
 
+    /// Whether database `db` lives on the home cluster.
+    pub fn is_home(&self, db: &str) -> bool {
+        let placed = self.placed.read().unwrap_or_else(|e| e.into_inner());
+        placed.get(db).is_none_or(|url| *url == self.home_url)
+    }
+
     /// The pool of the cluster database `db` lives on.
     pub fn pool_for(&self, db: &str) -> Result<Pool, ApiError> {
         self.pool_at(&self.url_of(db))

@@ -4,12 +4,14 @@
 use std::net::IpAddr;
 
 use actix_web::dev::Payload;
-use actix_web::{FromRequest, HttpRequest, web};
+use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
 use futures_util::future::LocalBoxFuture;
 
 use super::AppState;
+use super::middleware::consistency::WrittenPosition;
 use crate::error::ApiError;
 use crate::service::Caller;
+use crate::service::consistency::{self, Consistency};
 
 impl FromRequest for Caller {
     type Error = ApiError;
@@ -25,8 +27,13 @@ impl FromRequest for Caller {
 async fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
     let state = state(req)?;
     let ip = client_ip(req, &state.trusted_proxies);
+    let consistency = consistency(req, state);
     let Some(token) = bearer(req) else {
-        return Ok(Caller { claims: None, ip });
+        return Ok(Caller {
+            claims: None,
+            ip,
+            consistency,
+        });
     };
     let claims = state
         .jwt
@@ -42,7 +49,27 @@ async fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
     Ok(Caller {
         claims: Some(claims),
         ip,
+        consistency,
     })
+}
+
+/// The position `req`'s `Eds-Consistency` header vouches for (a missing,
+/// malformed or foreign one counts as none), and the slot its write fills
+/// for the answer's header.
+fn consistency(req: &HttpRequest, state: &AppState) -> Consistency {
+    let seen = req
+        .headers()
+        .get(consistency::HEADER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| state.replicas.signer.verify(consistency::HOME_CLUSTER, value))
+        .unwrap_or(0);
+    let consistency = Consistency {
+        seen,
+        ..Default::default()
+    };
+    req.extensions_mut()
+        .insert(WrittenPosition(consistency.written.clone()));
+    consistency
 }
 
 fn state(req: &HttpRequest) -> Result<&AppState, ApiError> {

@@ -2,6 +2,7 @@
 //! extractor (`src/http/caller.rs`) builds it from the bearer token and the
 //! client address; the operations only read it.
 
+use super::consistency::Consistency;
 use crate::auth::jwt::Claims;
 use crate::auth::scope;
 use crate::error::ApiError;
@@ -11,6 +12,8 @@ pub struct Caller {
     pub claims: Option<Claims>,
     /// The client address the request came from.
     pub ip: String,
+    /// The commit positions it has seen and made (`Eds-Consistency`).
+    pub consistency: Consistency,
 }
 
 impl Caller {

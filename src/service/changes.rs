@@ -193,6 +193,7 @@ pub async fn ticket_caller(service: &Service, ticket: &str, ip: &str) -> Result<
         .live_claims(&service.clusters, now, claims, "changes")
         .await?;
     Ok(Caller {
+        consistency: Default::default(),
         claims: Some(claims),
         ip: ip.to_owned(),
     })

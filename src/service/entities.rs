@@ -18,9 +18,11 @@ use crate::write::{IdempotencyKey, WriteOp, WriteOutcome};
 /// The entity `id` as `caller` may see it, references resolved.
 pub async fn read(service: &Service, caller: &Caller, db: &str, id: &str) -> Result<EntityRead, ApiError> {
     service.require_database(db).await?;
-    let mut conn = service.pool_for(db)?.get().await?;
     let person = caller.person_in(db);
-    let entity = access::entity_read(&mut conn, db, id, person).await?;
+    let entity = service
+        .read_route(db, caller)?
+        .run(|pool| async move { access::entity_read(&mut *pool.get().await?, db, id, person).await })
+        .await?;
     Ok(EntityRead { entity })
 }
 
@@ -147,11 +149,17 @@ pub async fn history(
 ) -> Result<History, ApiError> {
     let person = caller.require_person(db)?;
     service.require_database(db).await?;
-    let mut conn = service.pool_for(db)?.get().await?;
-    if access::entity_level(&mut conn, db, id, Some(person)).await? != ViewLevel::Full {
-        return Err(ApiError::forbidden("History needs _viewer or higher"));
-    }
-    let changes = view::history::changes(&values::all_values(&mut conn, db, id).await?);
+    let values = service
+        .read_route(db, caller)?
+        .run(|pool| async move {
+            let mut conn = pool.get().await?;
+            if access::entity_level(&mut conn, db, id, Some(person)).await? != ViewLevel::Full {
+                return Err(ApiError::forbidden("History needs _viewer or higher"));
+            }
+            Ok(values::all_values(&mut conn, db, id).await?)
+        })
+        .await?;
+    let changes = view::history::changes(&values);
     let page = paging.lenient(MAX_HISTORY_PAGE);
     let count = changes.len();
     Ok(History {

@@ -10,13 +10,14 @@ use futures_util::StreamExt;
 use futures_util::stream::LocalBoxStream;
 use serde_json::Value as Json;
 
-use crate::db::generation;
 use crate::db::values::EntityRow;
+use crate::db::{Pool, generation};
 use crate::error::{ApiError, ErrorCode};
 use crate::query::ListQuery;
 use crate::query::cache::AnswerKey;
 use crate::query::sql::{self, ListResult};
 use crate::service::bodies::entities::EntityList;
+use crate::service::replicas::Route;
 use crate::service::{Caller, Service};
 use crate::view::{self};
 
@@ -55,32 +56,45 @@ pub async fn list(
         .map_err(|_| ApiError::new(ErrorCode::InvalidQuery, "Malformed query string"))?;
     let query = ListQuery::parse(&params)?;
     let person = caller.person_in(db);
+    let mut route = service.read_route(db, caller)?;
     if sql::is_streamed(&query) {
-        return streamed_list(service.clone(), db.to_owned(), person.map(str::to_owned), query).await;
+        return streamed_list(service, &mut route, db.to_owned(), person.map(str::to_owned), query).await;
     }
+    let query = &query;
     let body = match &service.answers {
+        // The generation and the answer are read on the same server, whose
+        // replay only moves on: an answer is never older than its key's
+        // generation, so it never hides a write whose position led the read there.
         Some(answers) => {
-            // databases are never removed while serving
-            let generation = generation::generation(&mut *service.pool_for(db)?.get().await?, db)
+            route
+                .run(|pool| async move {
+                    // databases are never removed while serving
+                    let generation = generation::generation(&mut *pool.get().await?, db)
+                        .await?
+                        .unwrap_or_default();
+                    let key = AnswerKey {
+                        db: db.to_owned(),
+                        generation,
+                        person: person.map(str::to_owned),
+                        query: query_string.to_owned(),
+                    };
+                    // The connection is taken only to compute, not while waiting for
+                    // another caller's computation of the same answer.
+                    let compute = async {
+                        let _permit = service.expensive.admit(query).await?;
+                        list_answer(&mut *pool.get().await?, db, person, query).await
+                    };
+                    answers.get_or_compute(key, compute).await
+                })
                 .await?
-                .unwrap_or_default();
-            let key = AnswerKey {
-                db: db.to_owned(),
-                generation,
-                person: person.map(str::to_owned),
-                query: query_string.to_owned(),
-            };
-            // The connection is taken only to compute, not while waiting for
-            // another caller's computation of the same answer.
-            let compute = async {
-                let _permit = service.expensive.admit(&query).await?;
-                list_answer(&mut *service.pool_for(db)?.get().await?, db, person, &query).await
-            };
-            answers.get_or_compute(key, compute).await?
         }
         None => {
-            let _permit = service.expensive.admit(&query).await?;
-            list_answer(&mut *service.pool_for(db)?.get().await?, db, person, &query).await?
+            route
+                .run(|pool| async move {
+                    let _permit = service.expensive.admit(query).await?;
+                    list_answer(&mut *pool.get().await?, db, person, query).await
+                })
+                .await?
         }
     };
     Ok(ListAnswer::Whole(body))
@@ -101,20 +115,26 @@ pub async fn documents(
         .map_err(|_| ApiError::new(ErrorCode::InvalidQuery, "Malformed query string"))?;
     let query = ListQuery::parse(&params)?;
     let person = caller.person_in(db);
-    let mut chunks = {
-        let _permit = service.expensive.admit(&query).await?;
-        sql::Chunks::start(&mut *service.pool_for(db)?.get().await?, db, person, &query).await?
-    };
+    let mut route = service.read_route(db, caller)?;
+    let query = &query;
+    let mut chunks = route
+        .run(|pool| async move {
+            let _permit = service.expensive.admit(query).await?;
+            sql::Chunks::start(&mut *pool.get().await?, db, person, query).await
+        })
+        .await?;
+    // the later chunks on the server the first came from
+    let pool = route.pool();
     let mut docs = Vec::new();
     loop {
-        let _permit = service.expensive.admit(&query).await?;
-        let mut conn = service.pool_for(db)?.get().await?;
+        let _permit = service.expensive.admit(query).await?;
+        let mut conn = pool.get().await?;
         let Some(entities) = chunks.next(&mut conn).await? else {
             return Ok(docs);
         };
         let mut part: Vec<Json> = entities
             .into_iter()
-            .filter_map(|entity| listed_doc(entity, person, &query))
+            .filter_map(|entity| listed_doc(entity, person, query))
             .collect();
         view::resolve_references(&mut conn, db, person, &mut part).await?;
         docs.append(&mut part);
@@ -197,23 +217,23 @@ async fn list_answer(
 /// answering, so a query failing at once answers its error; a later failure
 /// aborts the body (never a 200 whose JSON looks whole).
 async fn streamed_list(
-    service: Arc<Service>,
+    service: &Arc<Service>,
+    route: &mut Route<'_>,
     db: String,
     person: Option<String>,
     query: ListQuery,
 ) -> Result<ListAnswer, ApiError> {
-    let chunks = {
-        let _permit = service.expensive.admit(&query).await?;
-        sql::Chunks::start(
-            &mut *service.pool_for(&db)?.get().await?,
-            &db,
-            person.as_deref(),
-            &query,
-        )
-        .await?
-    };
+    let (db_name, person_name, listed) = (db.as_str(), person.as_deref(), &query);
+    let chunks = route
+        .run(|pool| async move {
+            let _permit = service.expensive.admit(listed).await?;
+            sql::Chunks::start(&mut *pool.get().await?, db_name, person_name, listed).await
+        })
+        .await?;
     let mut page = StreamedPage {
-        service,
+        service: service.clone(),
+        // the later chunks on the server the first came from
+        pool: route.pool().clone(),
         db,
         person,
         query,
@@ -240,6 +260,7 @@ async fn streamed_list(
 /// The state of a streamed answer between its parts.
 struct StreamedPage {
     service: Arc<Service>,
+    pool: Pool,
     db: String,
     person: Option<String>,
     query: ListQuery,
@@ -257,7 +278,7 @@ impl StreamedPage {
             return Ok(None);
         }
         let _permit = self.service.expensive.admit(&self.query).await?;
-        let mut conn = self.service.pool_for(&self.db)?.get().await?;
+        let mut conn = self.pool.get().await?;
         let mut part = Vec::new();
         match self.chunks.next(&mut conn).await? {
             Some(entities) => {

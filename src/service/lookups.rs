@@ -27,13 +27,20 @@ pub async fn read_many(
     }
     service.require_database(db).await?;
     let person = caller.person_in(db);
-    let mut conn = service.pool_for(db)?.get().await?;
-    let mut docs: Vec<Json> = sql::entities_by_id(&mut conn, db, &ids)
-        .await?
-        .into_values()
-        .filter_map(|entity| view::visible_doc(entity, person))
-        .collect();
-    view::resolve_references(&mut conn, db, person, &mut docs).await?;
+    let ids = &ids;
+    let docs = service
+        .read_route(db, caller)?
+        .run(|pool| async move {
+            let mut conn = pool.get().await?;
+            let mut docs: Vec<Json> = sql::entities_by_id(&mut conn, db, ids)
+                .await?
+                .into_values()
+                .filter_map(|entity| view::visible_doc(entity, person))
+                .collect();
+            view::resolve_references(&mut conn, db, person, &mut docs).await?;
+            Ok::<_, ApiError>(docs)
+        })
+        .await?;
     Ok(docs
         .into_iter()
         .filter_map(|doc| Some((doc["_id"].as_str()?.to_owned(), doc)))

@@ -7,6 +7,7 @@ use dashmap::DashSet;
 
 use super::caller::Caller;
 use super::rate_limits::RateLimits;
+use super::replicas::{self, Replicas, Route};
 use crate::actors::db_writer::Writers;
 use crate::auth::clock::Clock;
 use crate::auth::jwt::JwtKeys;
@@ -53,6 +54,8 @@ pub struct Service {
     pub webhooks: crate::service::webhook_rules::WebhookRules,
     /// The change feed's readers and stream limits.
     pub changes: Arc<super::changes::ChangeHub>,
+    /// The read replicas and the positions reads must find on them.
+    pub replicas: Arc<Replicas>,
 }
 
 impl Service {
@@ -71,6 +74,7 @@ impl Service {
         caller.require_write()?;
         let actor = caller.require_person(db)?.to_owned();
         self.require_database(db).await?;
+        let narrows = replicas::may_narrow(&op);
         let request = WriteRequest {
             db: db.to_owned(),
             actor,
@@ -78,7 +82,28 @@ impl Service {
             idempotency,
         };
         let keys = prepare_keys(&self.pool_for(db)?, &request).await?;
-        self.writers.write(request, keys).await
+        let committed = self.writers.write_committed(request, keys).await?;
+        // the replicas stand by the home cluster: another cluster's positions mean nothing to them
+        if let Some(position) = committed.position.filter(|_| self.clusters.is_home(db)) {
+            caller.consistency.wrote(position);
+            self.replicas.wrote(db, caller.require_person(db)?, narrows, position);
+            if narrows && let Err(error) = crate::db::replicas::announce_rights_change(&self.pool, db, position).await {
+                // the write stands; other processes may read it from a replica that has not replayed it
+                tracing::warn!(%error, "announcing a rights change failed");
+            }
+        }
+        Ok(committed.outcome)
+    }
+
+    /// Where `caller`'s reads of database `db` go: a replica that has what
+    /// the caller must see, or the primary (the primary of its own cluster
+    /// for a database placed off the home cluster, which has no replicas).
+    pub fn read_route(&self, db: &str, caller: &Caller) -> Result<Route<'_>, ApiError> {
+        if self.clusters.is_home(db) {
+            Ok(self.replicas.route(self.pool.clone(), db, caller))
+        } else {
+            Ok(self.replicas.primary_only(self.pool_for(db)?))
+        }
     }
 
     /// The pool of the cluster database `db` lives on.

@@ -19,13 +19,18 @@ pub struct ShownValue {
 /// Value `id` as `caller` may see it.
 pub async fn read(service: &Service, caller: &Caller, db: &str, id: &str) -> Result<ShownValue, ApiError> {
     service.require_database(db).await?;
-    let mut conn = service.pool_for(db)?.get().await?;
     let person = caller.person_in(db);
-    let value = access::shown_value(&mut conn, db, id, person).await?;
-    // References resolve inside an entity document; wrap the value in one.
-    let mut docs = [json!({ value.prop.clone(): [value.property_json()] })];
-    view::resolve_references(&mut conn, db, person, &mut docs).await?;
-    let [mut doc] = docs;
+    let (value, [mut doc]) = service
+        .read_route(db, caller)?
+        .run(|pool| async move {
+            let mut conn = pool.get().await?;
+            let value = access::shown_value(&mut conn, db, id, person).await?;
+            // References resolve inside an entity document; wrap the value in one.
+            let mut docs = [json!({ value.prop.clone(): [value.property_json()] })];
+            view::resolve_references(&mut conn, db, person, &mut docs).await?;
+            Ok((value, docs))
+        })
+        .await?;
     let mut resolved = doc[&value.prop][0].take();
     let url = service.files.download_url(db, &value).await?;
     if let Some(url) = &url {

@@ -47,6 +47,7 @@ mod providers;
 mod query;
 mod readme;
 mod referrers;
+mod replicas;
 mod restore;
 mod retries;
 mod rights;

@@ -36,7 +36,7 @@ pub async fn cors(
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     headers.insert(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("Retry-After, WWW-Authenticate, X-Request-Id"),
+        HeaderValue::from_static("Retry-After, WWW-Authenticate, X-Request-Id, Eds-Consistency"),
     );
     Ok(response.map_into_left_body())
 }

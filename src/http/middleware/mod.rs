@@ -4,6 +4,7 @@
 //! answered before a handler runs.
 
 pub mod challenge;
+pub mod consistency;
 pub mod cors;
 pub mod error_body;
 pub mod limits;

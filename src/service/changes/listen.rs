@@ -11,6 +11,8 @@ use futures_util::StreamExt;
 use tokio_postgres::AsyncMessage;
 
 use super::hub::ChangeHub;
+use crate::db::replicas::RIGHTS_CHANNEL;
+use crate::service::replicas::Replicas;
 
 /// The channel the change log's trigger notifies.
 const CHANNEL: &str = "eds_changes";
@@ -18,21 +20,40 @@ const CHANNEL: &str = "eds_changes";
 const RECONNECT: Duration = Duration::from_secs(1);
 
 /// Listens for as long as the server runs, reconnecting when the connection
-/// drops; `url` is `database.direct_url` (or `database.url`).
-pub async fn listen(hub: Arc<ChangeHub>, url: String) {
+/// drops; `url` is `database.direct_url` (or `database.url`). Rights changes
+/// announced on [`RIGHTS_CHANNEL`] go to the read replicas' routing.
+pub async fn listen(hub: Arc<ChangeHub>, replicas: Arc<Replicas>, url: String) {
+    let notified = Notified { hub, replicas };
     loop {
-        if let Err(error) = listen_once(&hub, &url).await {
+        if let Err(error) = listen_once(&notified, &url).await {
             tracing::warn!(%error, "the change feed's wake-up connection failed; reconnecting");
         }
         tokio::time::sleep(RECONNECT).await;
     }
 }
 
-async fn listen_once(hub: &ChangeHub, url: &str) -> Result<(), tokio_postgres::Error> {
+/// Where notifications go.
+struct Notified {
+    hub: Arc<ChangeHub>,
+    replicas: Arc<Replicas>,
+}
+
+impl Notified {
+    fn deliver(&self, note: &tokio_postgres::Notification) {
+        if note.channel() == RIGHTS_CHANNEL {
+            self.replicas.learn(note.payload());
+        } else {
+            self.hub.wake(note.payload());
+        }
+    }
+}
+
+async fn listen_once(notified: &Notified, url: &str) -> Result<(), tokio_postgres::Error> {
+    let hub = &notified.hub;
     let (client, mut connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
     let (listening, messages_done) = {
-        let statement = format!("LISTEN {CHANNEL}");
+        let statement = format!("LISTEN {CHANNEL}; LISTEN {RIGHTS_CHANNEL}");
         let listen = client.batch_execute(&statement);
         tokio::pin!(listen);
         // the connection is driven by reading its messages, also while LISTEN runs
@@ -40,7 +61,7 @@ async fn listen_once(hub: &ChangeHub, url: &str) -> Result<(), tokio_postgres::E
             tokio::select! {
                 done = &mut listen => break (done, false),
                 message = messages.next() => match message {
-                    Some(Ok(AsyncMessage::Notification(note))) => hub.wake(note.payload()),
+                    Some(Ok(AsyncMessage::Notification(note))) => notified.deliver(&note),
                     Some(Ok(_)) => {}
                     Some(Err(error)) => return Err(error),
                     None => break (Ok(()), true),
@@ -56,7 +77,7 @@ async fn listen_once(hub: &ChangeHub, url: &str) -> Result<(), tokio_postgres::E
     hub.wake_all();
     while let Some(message) = messages.next().await {
         if let AsyncMessage::Notification(note) = message? {
-            hub.wake(note.payload());
+            notified.deliver(&note);
         }
     }
     drop(client);

@@ -20,6 +20,7 @@ pub mod oidc;
 pub mod pgbouncer;
 pub mod processes;
 pub mod smtp;
+pub mod standby;
 
 const TEMPLATE: &str = "eds_template";
 pub const JWT_SECRET: &str = "test-secret-not-for-production";
@@ -185,7 +186,39 @@ impl TestApp {
     /// As [`TestApp::start_with`], serving on `listener` (whose address a
     /// test may have to give another server first).
     pub async fn start_on(listener: TcpListener, storage: Storage, overrides: &[(&str, String)]) -> TestApp {
-        let database_url = fresh_database();
+        TestApp::serve(fresh_database(), None, listener, storage, overrides).await
+    }
+
+    /// An app on the (migrated, empty) database at `database_url`, which
+    /// then holds `demo`.
+    pub async fn start_at(database_url: String, overrides: &[(&str, String)]) -> TestApp {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        TestApp::serve(database_url, None, listener, Storage::Local, overrides).await
+    }
+
+    /// Another process serving this app's database (and `demo`'s owner), with `overrides`.
+    pub async fn serve_again(&self, overrides: &[(&str, String)]) -> TestApp {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let owner = (self.person.clone(), self.key.clone());
+        TestApp::serve(
+            self.database_url.clone(),
+            Some(owner),
+            listener,
+            Storage::Local,
+            overrides,
+        )
+        .await
+    }
+
+    /// Serves `database_url`, where `demo` is created unless its `owner`
+    /// (person and API key) is given.
+    async fn serve(
+        database_url: String,
+        owner: Option<(String, String)>,
+        listener: TcpListener,
+        storage: Storage,
+        overrides: &[(&str, String)],
+    ) -> TestApp {
         let data_dir = tempdir::Dir::new();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let mut all = vec![("http.public_url", url.clone())];
@@ -208,9 +241,15 @@ impl TestApp {
         all.extend(overrides.iter().cloned());
         let settings = settings_with(&database_url, &data_dir.0, &all);
         let pool = db::pool(&database_url, 4, 5000).unwrap();
-        let created = db::databases::create(&pool, "demo", "owner@example.com", "Demo Owner")
-            .await
-            .expect("create the demo database");
+        let (person, key) = match owner {
+            Some(owner) => owner,
+            None => {
+                let created = db::databases::create(&pool, "demo", "owner@example.com", "Demo Owner")
+                    .await
+                    .expect("create the demo database");
+                (created.person_id, created.api_key)
+            }
+        };
         let (started, ready) = std::sync::mpsc::channel();
         let server_pool = db::pool(
             &database_url,
@@ -232,8 +271,8 @@ impl TestApp {
             url,
             database_url,
             pool,
-            person: created.person_id,
-            key: created.api_key,
+            person,
+            key,
             // Idle connections are dropped before the server's 5 s keep-alive
             // closes them: a request sent on one as it closes fails (a test
             // encoding a large image between requests on a loaded machine).
