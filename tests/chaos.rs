@@ -17,6 +17,11 @@
 //! - nothing answered 500, every 503 came with `Retry-After`, and the
 //!   processes answer again by themselves after the last fault.
 //!
+//! One run kills processes with a streaming replica serving reads (the
+//! standby harness's primary and standby): every acknowledged create is also
+//! read back through the other process with its `Eds-Consistency` header,
+//! and found.
+//!
 //! `EDS_CHAOS_SECONDS` (default 12) sets how long the load runs: the long run
 //! is `make chaos` (the guide's operating/reliability.md). Figures go to stderr
 //! (`-- --nocapture`).
@@ -84,6 +89,8 @@ impl Drop for OwnCluster {
 struct Servers {
     database_url: String,
     data_dir: PathBuf,
+    /// `SERVE_ENV` and the run's own settings.
+    env: Vec<(String, String)>,
     urls: Mutex<Vec<String>>,
     children: tokio::sync::Mutex<Vec<Child>>,
     /// Every process's log lines, the killed ones' included.
@@ -100,11 +107,17 @@ const SERVE_ENV: [(&str, &str); 4] = [
 ];
 
 impl Servers {
-    async fn start(database_url: String, data_dir: PathBuf) -> Servers {
+    async fn start(database_url: String, data_dir: PathBuf, extra_env: &[(&str, &str)]) -> Servers {
+        let env: Vec<(String, String)> = SERVE_ENV
+            .iter()
+            .chain(extra_env)
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect();
+        let env_refs = env_refs(&env);
         // both at once on the empty database: one migrates, the other waits for it
         let (first, second) = tokio::join!(
-            processes::serve_logged(&database_url, &data_dir, &SERVE_ENV),
-            processes::serve_logged(&database_url, &data_dir, &SERVE_ENV),
+            processes::serve_logged(&database_url, &data_dir, &env_refs),
+            processes::serve_logged(&database_url, &data_dir, &env_refs),
         );
         let (mut children, mut urls, mut logs) = (Vec::new(), Vec::new(), Vec::new());
         for (child, url, log) in [first, second] {
@@ -115,6 +128,7 @@ impl Servers {
         Servers {
             database_url,
             data_dir,
+            env,
             urls: Mutex::new(urls),
             children: tokio::sync::Mutex::new(children),
             logs: Mutex::new(logs),
@@ -138,11 +152,15 @@ impl Servers {
         children[which].start_kill().unwrap();
         children[which].wait().await.unwrap();
         tokio::time::sleep(down).await;
-        let (child, url, log) = processes::serve_logged(&self.database_url, &self.data_dir, &SERVE_ENV).await;
+        let (child, url, log) = processes::serve_logged(&self.database_url, &self.data_dir, &env_refs(&self.env)).await;
         children[which] = child;
         self.urls.lock().unwrap()[which] = url;
         self.logs.lock().unwrap().push(log);
     }
+}
+
+fn env_refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(key, value)| (key.as_str(), value.as_str())).collect()
 }
 
 /// The fault a run injects.
@@ -164,6 +182,8 @@ struct Tally {
     hangs: usize,
     /// 503s without `Retry-After`, and answers no write should get.
     wrong: Vec<String>,
+    /// Creates read back through the other process (runs with a replica).
+    read_back: usize,
 }
 
 /// A write and what became of it.
@@ -195,12 +215,21 @@ struct Load {
     item_type: String,
     tally: Mutex<Tally>,
     deadline: Instant,
+    /// Each acknowledged create is read back through the other process with
+    /// its answer's `Eds-Consistency` (the run has a replica).
+    read_back: bool,
 }
 
 impl Load {
     /// Sends a write with its key until it is answered 2xx, on alternating
     /// processes; `None` if no answer came in time.
-    async fn until_answered(&self, client: usize, path: &str, key: &str, body: &Json) -> Option<Json> {
+    async fn until_answered(
+        &self,
+        client: usize,
+        path: &str,
+        key: &str,
+        body: &Json,
+    ) -> Option<(Json, Option<String>)> {
         let give_up = self.deadline + Duration::from_secs(60);
         for attempt in 0.. {
             if Instant::now() > give_up {
@@ -242,12 +271,15 @@ impl Load {
             };
             let status = response.status().as_u16();
             let retry_after = response.headers().contains_key("retry-after");
+            let consistency = (response.headers().get("eds-consistency"))
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
             let answer: Option<Json> = response.json().await.ok();
             let pause = {
                 let mut tally = self.tally.lock().unwrap();
                 *tally.statuses.entry(status).or_default() += 1;
                 match (status, answer) {
-                    (200 | 201, Some(answer)) => return Some(answer),
+                    (200 | 201, Some(answer)) => return Some((answer, consistency)),
                     (503, _) => {
                         if !retry_after {
                             tally.wrong.push(format!("503 without Retry-After for {key}"));
@@ -264,6 +296,60 @@ impl Load {
             tokio::time::sleep(Duration::from_millis(pause)).await;
         }
         None
+    }
+
+    /// Reads the entity `created` answered through the other process, sending
+    /// the create's `Eds-Consistency` back: it must be found with its title,
+    /// whether the read went to the replica or the primary.
+    async fn read_back(&self, client: usize, created: &Json, consistency: Option<&str>) {
+        let Some(consistency) = consistency else {
+            self.tally
+                .lock()
+                .unwrap()
+                .wrong
+                .push(format!("a create answered without Eds-Consistency: {created}"));
+            return;
+        };
+        let id = created["_id"].as_str().unwrap();
+        let give_up = self.deadline + Duration::from_secs(60);
+        for attempt in 1.. {
+            if Instant::now() > give_up {
+                return;
+            }
+            let url = format!("{}/api/demo/entity/{id}", self.servers.url(client + attempt));
+            let sent = (self.http.get(url).bearer_auth(&self.token))
+                .header("Eds-Consistency", consistency)
+                .timeout(REQUEST_TIMEOUT)
+                .send()
+                .await;
+            let Ok(response) = sent else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            match response.status().as_u16() {
+                200 => {
+                    let read: Json = response.json().await.unwrap_or_default();
+                    let written = (created["properties"].as_array().into_iter().flatten())
+                        .find(|value| value["type"] == "title")
+                        .map(|value| value["string"].clone());
+                    let mut tally = self.tally.lock().unwrap();
+                    if Some(&read["entity"]["title"][0]["string"]) != written.as_ref() {
+                        tally.wrong.push(format!("{id} read back without its title: {read}"));
+                    }
+                    tally.read_back += 1;
+                    return;
+                }
+                503 => tokio::time::sleep(Duration::from_millis(100)).await,
+                status => {
+                    self.tally
+                        .lock()
+                        .unwrap()
+                        .wrong
+                        .push(format!("{status} reading back {id} with its Eds-Consistency"));
+                    return;
+                }
+            }
+        }
     }
 
     /// One client: writes until the deadline; answers its records.
@@ -299,7 +385,14 @@ impl Load {
                 ]);
                 (Kind::Create, "/api/demo/entity".to_owned(), body)
             };
-            let answer = self.until_answered(client, &path, &tag, &body).await;
+            let answered = self.until_answered(client, &path, &tag, &body).await;
+            if self.read_back
+                && kind == Kind::Create
+                && let Some((answer, consistency)) = &answered
+            {
+                self.read_back(client, answer, consistency.as_deref()).await;
+            }
+            let answer = answered.map(|(answer, _)| answer);
             if let Some(answer) = &answer {
                 let value_of = |prop: &str| {
                     answer["properties"]
@@ -446,11 +539,23 @@ fn check_records(records: &[Record], stored: &[Stored]) -> usize {
 }
 
 /// Runs the load with `fault` and checks everything the module's header says.
-async fn run(fault: Fault) {
-    let cluster = Arc::new(OwnCluster::start());
-    let database_url = cluster.url();
+/// `with_replica`: on the standby harness's primary, with its streaming
+/// standby as the processes' replica, every acknowledged create read back
+/// through the other process with its `Eds-Consistency`.
+async fn run(fault: Fault, with_replica: bool) {
+    let (cluster, database_url, replica_env) = if with_replica {
+        let replication = support::standby::replication(1);
+        let name = replication.fresh_database();
+        let replica = replication.standbys[0].url(&name);
+        let env = vec![("EDS__DATABASE__REPLICA_URLS".to_owned(), replica)];
+        (None, replication.primary.url(&name), env)
+    } else {
+        let cluster = Arc::new(OwnCluster::start());
+        let url = cluster.url();
+        (Some(cluster), url, Vec::new())
+    };
     let data_dir = support::tempdir::Dir::new();
-    let servers = Arc::new(Servers::start(database_url.clone(), data_dir.0.clone()).await);
+    let servers = Arc::new(Servers::start(database_url.clone(), data_dir.0.clone(), &env_refs(&replica_env)).await);
     let migrated = processes::eds(&database_url, &data_dir.0)
         .arg("migrate")
         .output()
@@ -477,6 +582,7 @@ async fn run(fault: Fault) {
         item_type: item["_id"].as_str().unwrap().to_owned(),
         tally: Mutex::new(Tally::default()),
         deadline: Instant::now() + Duration::from_secs(seconds),
+        read_back: with_replica,
     });
     let clients: Vec<_> = (0..CLIENTS)
         .map(|client| {
@@ -499,7 +605,10 @@ async fn run(fault: Fault) {
                 servers.kill_and_restart(which, down).await;
             }
             Fault::RestartPostgres => {
-                let stopping = cluster.clone();
+                let own = cluster
+                    .clone()
+                    .expect("a run that restarts PostgreSQL has a cluster of its own");
+                let stopping = own.clone();
                 tokio::task::spawn_blocking(move || stopping.cluster.stop().unwrap())
                     .await
                     .unwrap();
@@ -508,7 +617,7 @@ async fn run(fault: Fault) {
                     ready_503 += 1;
                 }
                 tokio::time::sleep(Duration::from_millis(500)).await;
-                let starting = cluster.clone();
+                let starting = own;
                 tokio::task::spawn_blocking(move || starting.cluster.ensure_running(false).unwrap())
                     .await
                     .unwrap();
@@ -600,6 +709,36 @@ async fn run(fault: Fault) {
         tally.abandoned,
         tally.statuses.get(&500).copied().unwrap_or(0),
     );
+    if with_replica {
+        // reads the processes now running sent to the standby (a killed one's
+        // count died with it); once the load is over, the standby catches up
+        // and serves them
+        let mut standby_reads = 0.0;
+        let until = Instant::now() + Duration::from_secs(10);
+        while standby_reads == 0.0 && Instant::now() < until {
+            for which in 0..2 {
+                let url = format!("{}/api/demo/entity?limit=1", servers.url(which));
+                http.get(url).bearer_auth(&token).send().await.unwrap();
+                let metrics = http
+                    .get(format!("{}/metrics", servers.url(which)))
+                    .send()
+                    .await
+                    .unwrap();
+                let text = metrics.text().await.unwrap();
+                standby_reads += (text.lines())
+                    .filter(|line| line.starts_with("eds_replica_reads_total{") && !line.contains("\"primary\""))
+                    .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+                    .sum::<f64>();
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        eprintln!(
+            "with a replica: {} creates read back through the other process, {standby_reads} reads served by the standby",
+            tally.read_back
+        );
+        assert!(tally.read_back > 0, "no create was read back");
+        assert!(standby_reads > 0.0, "the standby served no read");
+    }
     assert!(faults >= 2, "the run injected {faults} faults");
     assert!(acknowledged > 0);
     if matches!(fault, Fault::RestartPostgres) {
@@ -610,17 +749,24 @@ async fn run(fault: Fault) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_processes_lose_no_acknowledged_write_and_half_write_none() {
-    run(Fault::KillProcess).await;
+    run(Fault::KillProcess, false).await;
+}
+
+/// As above with a streaming replica serving reads: every acknowledged
+/// create is read back, with its `Eds-Consistency`, through the other process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_replica_killed_processes_lose_no_acknowledged_write_and_reads_see_them() {
+    run(Fault::KillProcess, true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgresql_restart_under_load_answers_503_with_retry_after_and_loses_nothing() {
-    run(Fault::RestartPostgres).await;
+    run(Fault::RestartPostgres, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ended_connections_under_load_answer_503_with_retry_after_and_lose_nothing() {
-    run(Fault::EndConnections).await;
+    run(Fault::EndConnections, false).await;
 }
 
 /// Every acknowledged create reaches a webhook at least once, though a
@@ -631,7 +777,7 @@ async fn every_acknowledged_write_reaches_its_webhook_across_a_killed_process_an
     let cluster = Arc::new(OwnCluster::start());
     let database_url = cluster.url();
     let data_dir = support::tempdir::Dir::new();
-    let servers = Servers::start(database_url.clone(), data_dir.0.clone()).await;
+    let servers = Servers::start(database_url.clone(), data_dir.0.clone(), &[]).await;
     let demo = create_demo(&database_url, &data_dir.0, "owner@example.com").await;
     let http = reqwest::Client::builder().timeout(REQUEST_TIMEOUT).build().unwrap();
     let token = login(&http, &servers.url(0), &demo.key).await;
