@@ -80,18 +80,7 @@ impl Setup {
 
 /// The value of metric line `series` in `app`'s `/metrics` (0 when absent).
 async fn metric(app: &TestApp, series: &str) -> u64 {
-    let text = app
-        .http
-        .get(format!("{}/metrics", app.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.trim().parse::<f64>().ok())
-        .map_or(0, |value| value as u64)
+    metric_text(app, series).await.map_or(0, |value| value as u64)
 }
 
 /// Sends a request with an optional `Eds-Consistency`; its status, headers and body.
@@ -218,18 +207,9 @@ async fn reads_go_to_the_standby_once_it_has_caught_up() {
     }
 }
 
+/// The value of metric line `series` in `app`'s `/metrics`, when present.
 async fn metric_text(app: &TestApp, series: &str) -> Option<f64> {
-    let text = app
-        .http
-        .get(format!("{}/metrics", app.url))
-        .send()
-        .await
-        .ok()?
-        .text()
-        .await
-        .ok()?;
-    text.lines()
-        .find_map(|line| line.strip_prefix(series)?.trim().parse::<f64>().ok())
+    (app.metrics_text().await.lines()).find_map(|line| line.strip_prefix(series)?.trim().parse::<f64>().ok())
 }
 
 #[tokio::test]

@@ -321,6 +321,12 @@ impl TestApp {
         (status, json)
     }
 
+    /// The text of `/metrics`.
+    pub async fn metrics_text(&self) -> String {
+        let response = self.http.get(format!("{}/metrics", self.url)).send().await.unwrap();
+        response.text().await.unwrap()
+    }
+
     pub async fn get(&self, path: &str, token: &str) -> (u16, Json) {
         self.call("GET", path, Some(token), None).await
     }

@@ -91,15 +91,7 @@ async fn a_time_out_is_retried() {
 
 /// The `eds_webhooks_parked` gauge of `/metrics`.
 async fn parked_gauge(app: &support::TestApp) -> String {
-    let text = app
-        .http
-        .get(format!("{}/metrics", app.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = app.metrics_text().await;
     text.lines()
         .find(|line| line.starts_with("eds_webhooks_parked "))
         .unwrap_or_default()
