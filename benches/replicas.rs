@@ -85,17 +85,16 @@ async fn main() {
     }
 }
 
+/// The text of `/metrics` of the server at `base`.
+async fn metrics(http: &reqwest::Client, base: &str) -> String {
+    let response = http.get(format!("{base}/metrics")).send().await.unwrap();
+    response.text().await.unwrap()
+}
+
 /// Waits until the server at `base` uses all its `replicas`.
 async fn wait_usable(http: &reqwest::Client, base: &str, replicas: usize) {
     for _ in 0..300 {
-        let text = http
-            .get(format!("{base}/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = metrics(http, base).await;
         let usable = text
             .lines()
             .filter(|line| line.starts_with("eds_replica_usable{") && line.ends_with(" 1"))
@@ -112,14 +111,7 @@ async fn wait_usable(http: &reqwest::Client, base: &str, replicas: usize) {
 async fn read_shares(http: &reqwest::Client, base: &str) -> String {
     // the shares are computed at each check (every second)
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    let text = http
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics(http, base).await;
     let shares: Vec<String> = text
         .lines()
         .filter_map(|line| line.strip_prefix("eds_replica_read_share{server=\""))
