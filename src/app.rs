@@ -198,7 +198,9 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
     let metrics_token = web::Data::new(http::metrics::MetricsToken(settings.metrics.token.clone()));
     let guide_dir = web::Data::new(http::guide::GuideDir(settings.docs.guide_dir.clone()));
     let flushed = state.clone();
-    let mut server = HttpServer::new(move || {
+    let server = HttpServer::new(move || {
+        // the factory runs on each worker thread: from now on it has its own connections
+        db::enter_worker_thread();
         App::new()
             .app_data(state.clone())
             .app_data(limits.clone())
@@ -252,12 +254,10 @@ pub fn server(settings: &Settings, state: web::Data<AppState>, listener: TcpList
                 Err::<actix_web::HttpResponse, _>(ApiError::route_not_found())
             }))
     })
-    .listen(listener)?;
-    if settings.http.workers > 0 {
-        server = server.workers(settings.http.workers);
-    }
+    .listen(listener)?
+    .workers(settings.http.worker_count())
     // SIGTERM/SIGINT stop accepting; requests in flight, and the writes they await, finish.
-    server = server.shutdown_timeout(settings.http.shutdown_grace_seconds);
+    .shutdown_timeout(settings.http.shutdown_grace_seconds);
     let listen_url = match settings.database.direct_url.as_str() {
         "" => settings.database.url.clone(),
         direct => direct.to_owned(),
@@ -353,11 +353,12 @@ pub async fn serve(mut settings: Settings, url: String) -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())??;
     }
-    let pool = db::pooler::server_pool(
+    let pool = db::server_pool(
         &url,
         &direct_url,
         settings.database.pool_size,
         settings.database.statement_timeout_ms,
+        settings.http.worker_count(),
     )
     .await?;
     if settings.database.migrate_on_start {

@@ -44,6 +44,14 @@ pub struct HttpSettings {
 }
 
 impl HttpSettings {
+    /// The HTTP worker threads: `workers`, or one per core when 0.
+    pub fn worker_count(&self) -> usize {
+        match self.workers {
+            0 => std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
+            workers => workers,
+        }
+    }
+
     /// `{api_url}`, the OAuth issuer: `api_url`, else `public_url`; no trailing slash.
     pub fn oauth_issuer(&self) -> String {
         let issuer = if self.api_url.is_empty() {

@@ -78,21 +78,6 @@ pub fn direct_url(direct_url: &str, url: &str) -> String {
     if direct_url.is_empty() { url } else { direct_url }.to_owned()
 }
 
-/// The server's pool on `url`: one behind a pooler when `direct_url` is
-/// another address, with the limits kept on the role first.
-pub async fn server_pool(
-    url: &str,
-    direct_url: &str,
-    size: usize,
-    statement_timeout_ms: u64,
-) -> Result<super::Pool, String> {
-    if direct_url == url {
-        return super::pool(url, size, statement_timeout_ms);
-    }
-    keep_limits_on_role(direct_url, statement_timeout_ms).await?;
-    super::pool_behind_pooler(url, size, statement_timeout_ms)
-}
-
 /// Keeps the statement limit (0: none) and `jit = off` as the settings of
 /// `direct_url`'s role in its database, which PgBouncer's server connections
 /// log in as, before any of them is opened for this process (one opened

@@ -251,10 +251,12 @@ impl TestApp {
             }
         };
         let (started, ready) = std::sync::mpsc::channel();
-        let server_pool = db::pool(
+        let server_pool = db::pool_per_worker(
             &database_url,
+            false,
             settings.database.pool_size,
             settings.database.statement_timeout_ms,
+            settings.http.worker_count(),
         )
         .unwrap();
         let state = eds::app::state(&settings, server_pool).unwrap();
