@@ -132,6 +132,7 @@ pub fn state(settings: &Settings, pool: Pool) -> Result<web::Data<AppState>, Str
             rules: WriteRules {
                 max_webhooks: Some(settings.webhooks.max_per_database),
             },
+            positions: !settings.database.replica_urls.is_empty(),
         },
     );
     let files = FileService::from_settings(settings, &secret)?;

@@ -48,6 +48,9 @@ pub struct WriterLimits {
     pub batch: usize,
     /// What its transactions check themselves.
     pub rules: WriteRules,
+    /// Whether each transaction reads its commit position, for the answers'
+    /// `Eds-Consistency`: a round trip that only read replicas need.
+    pub positions: bool,
 }
 
 impl Actor for DbWriter {
@@ -119,19 +122,20 @@ impl DbWriter {
             .map(|waiting| ((waiting.request, waiting.keys, waiting.span), waiting.reply))
             .unzip();
         metrics::observe_commit_batch(requests.len());
-        let (db, clusters, rules) = (self.db.clone(), self.clusters.clone(), self.limits.rules);
+        let (db, clusters, limits) = (self.db.clone(), self.clusters.clone(), self.limits);
         let formulas_due = self.formulas_due.clone();
         let mut known = std::mem::take(&mut self.known);
         ctx.spawn(
             async move {
                 let queued_before = queued_work::count();
-                let outcomes = apply_where_placed(&clusters, &db, &requests, &mut known, rules).await;
+                let outcomes = apply_where_placed(&clusters, &db, &requests, &mut known, limits.rules).await;
                 if queued_work::count() != queued_before {
                     formulas_due.notify_one();
                 }
                 // one position for the whole transaction, for the answers' Eds-Consistency
                 // (the replicas stand by the home cluster)
-                let position = match outcomes.iter().any(Result::is_ok) && clusters.is_home(&db) {
+                let committed = outcomes.iter().any(Result::is_ok);
+                let position = match limits.positions && committed && clusters.is_home(&db) {
                     true => replicas::commit_position(clusters.home()).await,
                     false => None,
                 };

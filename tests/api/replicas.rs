@@ -364,7 +364,9 @@ fn position_of(value: &str) -> u64 {
 
 #[tokio::test]
 async fn every_write_answer_carries_a_signed_consistency_header_and_reads_none() {
-    let app = TestApp::start().await;
+    // a replica that never answers: every read goes to the primary
+    let unreachable = [("database.replica_urls", "postgres://eds@127.0.0.1:1/none".to_owned())];
+    let app = TestApp::start_with(crate::support::Storage::Local, &unreachable).await;
     let (token, thing, id) = thing(&app).await;
     let mut positions = Vec::new();
     let mut write = async |method: &str, path: String, body: Option<Json>| {
@@ -418,6 +420,26 @@ async fn every_write_answer_carries_a_signed_consistency_header_and_reads_none()
     .await;
     assert_eq!(status, 404);
     assert!(headers.get("Eds-Consistency").is_none());
+}
+
+#[tokio::test]
+async fn without_replicas_write_answers_carry_no_consistency_header() {
+    let app = TestApp::start().await;
+    let (token, thing, _) = thing(&app).await;
+    let (status, headers, body) = send(
+        &app,
+        "POST",
+        "/api/demo/entity",
+        Some(&token),
+        None,
+        Some(json!([{"type": "_type", "reference": thing}])),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert!(
+        headers.get("Eds-Consistency").is_none(),
+        "no replica reads a position: none is read after the commit"
+    );
 }
 
 #[tokio::test]
