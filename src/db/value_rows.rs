@@ -71,10 +71,34 @@ pub struct ValueRecord {
 /// from the entity row as it is now (a later change of the entity row
 /// brings its live values along: migration `visibility_in_value_rows`).
 pub async fn insert_values(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -> QueryResult<usize> {
+    insert_rows(conn, rows, "", "").await
+}
+
+/// As [`insert_values`], for every value of entities created in this
+/// transaction, which held none before: the statement says so to the
+/// trigger keeping `property_multiplicity`, which then counts the new rows
+/// alone instead of every entity's values (migration
+/// `multiplicity_of_new_entities`).
+pub async fn insert_values_of_new_entities(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -> QueryResult<usize> {
+    insert_rows(
+        conn,
+        rows,
+        "WITH new_entities AS MATERIALIZED (SELECT set_config('eds.values_of_new_entities', 'on', true)) ",
+        " CROSS JOIN new_entities",
+    )
+    .await
+}
+
+async fn insert_rows(
+    conn: &mut AsyncPgConnection,
+    rows: &[ValueRecord],
+    before: &str,
+    after: &str,
+) -> QueryResult<usize> {
     let text = |pick: fn(&ValueRecord) -> Option<String>| rows.iter().map(pick).collect::<Vec<_>>();
     let stamps = |pick: fn(&ValueRecord) -> Option<DateTime<Utc>>| rows.iter().map(pick).collect::<Vec<_>>();
-    let query = diesel::sql_query(
-        "INSERT INTO property_values (db, id, entity_id, prop, string, number, boolean, date, datetime, \
+    let query = diesel::sql_query(format!(
+        "{before}INSERT INTO property_values (db, id, entity_id, prop, string, number, boolean, date, datetime, \
          reference, filename, filesize, filetype, language, secret, secret_lookup, created_at, created_by, \
          deleted_at, deleted_by, login_provider, object_id, type_id, audience, level) \
          SELECT u.*, e.type_id, e.audience, value_level(u.prop, e.public_props, e.domain_props) \
@@ -82,8 +106,8 @@ pub async fn insert_values(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -
          $6::double precision[], $7::boolean[], $8::date[], $9::timestamptz[], $10::text[], $11::text[], \
          $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[], $17::timestamptz[], $18::text[], \
          $19::timestamptz[], $20::text[], $21::text[], $22::text[]) AS u(db, id, entity_id, prop) \
-         LEFT JOIN entities e ON e.db = u.db AND e.id = u.entity_id",
-    )
+         LEFT JOIN entities e ON e.db = u.db AND e.id = u.entity_id{after}",
+    ))
     .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.db.clone())))
     .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.id.clone())))
     .bind::<Array<Nullable<Text>>, _>(text(|v| Some(v.entity_id.clone())))

@@ -7,7 +7,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use crate::db::prepared::Prepared;
 pub use crate::db::references::{AccessColumns, Target, targets};
 use crate::db::schema::{entities, property_values};
-pub use crate::db::value_rows::{ValueRecord, insert_values, login_value};
+pub use crate::db::value_rows::{ValueRecord, insert_values, insert_values_of_new_entities, login_value};
 use crate::model::json::number_json;
 use crate::model::stored::ValueRow;
 use crate::rights::{RightsLists, Sharing, Visibility};

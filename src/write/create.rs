@@ -84,7 +84,7 @@ pub(super) async fn create_entity(
         // what it reads, and what follows it, must see those kept before
         cache.pending.store(conn, db).await?;
         projection::project_new(conn, &mut cache.types, db, entity).await?;
-        values::insert_values(conn, &rows).await?;
+        values::insert_values_of_new_entities(conn, &rows).await?;
     }
     if entity_type.describes_types() {
         cache.types.clear();

@@ -114,6 +114,28 @@ async fn a_second_value_makes_the_entity_keyed_by_all_its_values_until_it_is_del
 
 /// How many entities of `demo` hold several live prices, as tallied.
 async fn multiplicity(app: &TestApp) -> i64 {
+    several(
+        app,
+        "SELECT coalesce(sum(several), 0)::bigint AS several FROM property_multiplicity \
+         WHERE db = 'demo' AND prop = 'price'",
+    )
+    .await
+}
+
+/// How many entities of `demo` hold several live prices, counted from the
+/// value rows themselves.
+async fn counted_multiplicity(app: &TestApp) -> i64 {
+    several(
+        app,
+        "SELECT count(*) AS several FROM (SELECT entity_id FROM property_values \
+         WHERE db = 'demo' AND prop = 'price' AND deleted_at IS NULL \
+         GROUP BY entity_id HAVING count(*) > 1) held",
+    )
+    .await
+}
+
+/// The `several` column of the one row `sql` answers.
+async fn several(app: &TestApp, sql: &str) -> i64 {
     use diesel_async::RunQueryDsl;
     #[derive(diesel::QueryableByName)]
     struct Row {
@@ -121,12 +143,53 @@ async fn multiplicity(app: &TestApp) -> i64 {
         several: i64,
     }
     let mut conn = app.pool.get().await.unwrap();
-    diesel::sql_query(
-        "SELECT coalesce(sum(several), 0)::bigint AS several FROM property_multiplicity \
-         WHERE db = 'demo' AND prop = 'price'",
-    )
-    .get_result::<Row>(&mut conn)
-    .await
-    .unwrap()
-    .several
+    diesel::sql_query(sql)
+        .get_result::<Row>(&mut conn)
+        .await
+        .unwrap()
+        .several
+}
+
+#[tokio::test]
+async fn entities_created_with_several_values_and_values_added_after_them_in_one_batch_are_tallied_exactly() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let gadget = app.create_type(&token, "gadget").await;
+    let price = |number: i64| json!({"type": "price", "number": number});
+
+    // created with two prices: stored with the transaction's other new entities
+    let pair = app.create(&token, &gadget, json!([price(1), price(2)])).await;
+    assert_eq!((multiplicity(&app).await, counted_multiplicity(&app).await), (1, 1));
+
+    // created under a parent (stored on its own, at once) with two prices
+    let (status, body) = app
+        .post(
+            "/api/demo/entity",
+            &token,
+            json!([{"type": "_type", "reference": gadget}, {"type": "_parent", "reference": pair}, price(3), price(4)]),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!((multiplicity(&app).await, counted_multiplicity(&app).await), (2, 2));
+
+    // one transaction: a new gadget with one price, then a second price for
+    // it and for an older gadget: the adds are counted against what each holds
+    let older = app.create(&token, &gadget, json!([price(5)])).await;
+    let (status, body) = app
+        .post(
+            "/api/demo/batch",
+            &token,
+            json!({"operations": [
+                {"op": "create", "ref": "$new", "properties": [{"type": "_type", "reference": gadget}, price(6)]},
+                {"op": "add", "entity": "$new", "properties": [price(7)]},
+                {"op": "add", "entity": older, "properties": [price(8)]},
+            ]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!((multiplicity(&app).await, counted_multiplicity(&app).await), (4, 4));
+
+    // a gadget created with a single price stays single
+    app.create(&token, &gadget, json!([price(9)])).await;
+    assert_eq!((multiplicity(&app).await, counted_multiplicity(&app).await), (4, 4));
 }

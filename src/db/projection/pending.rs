@@ -87,7 +87,7 @@ impl PendingCreates {
         insert(conn, db, &stored).await?;
         let rows: Vec<ValueRecord> = created.into_iter().flat_map(|entity| entity.rows).collect();
         if !rows.is_empty() {
-            values::insert_values(conn, &rows).await?;
+            values::insert_values_of_new_entities(conn, &rows).await?;
         }
         Ok(())
     }
