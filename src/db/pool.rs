@@ -92,16 +92,12 @@ pub fn pool(url: &str, size: usize, statement_timeout_ms: u64) -> Result<Pool, S
     pool_per_worker(url, false, size, statement_timeout_ms, 0)
 }
 
-/// As [`pool`], through a transaction-pooling PgBouncer at `url` (see
-/// [`pooler`]): the limits are the role's settings, kept there by
-/// [`pooler::keep_limits_on_role`], and each statement runs within one exchange.
-pub fn pool_behind_pooler(url: &str, size: usize, statement_timeout_ms: u64) -> Result<Pool, String> {
-    pool_per_worker(url, true, size, statement_timeout_ms, 0)
-}
-
-/// As [`pool`] or [`pool_behind_pooler`], its `size` connections shared out
-/// among `workers` HTTP worker threads and the other threads (each share at
-/// least two, as a request may hold one connection while it takes another).
+/// As [`pool`], its `size` connections shared out among `workers` HTTP
+/// worker threads, the rest to the other threads; a pool too small to give
+/// each share two connections (a request may hold one while it takes
+/// another) stays whole. With `behind_pooler`, `url` is a
+/// transaction-pooling PgBouncer (see [`pooler`]): the limits are the role's
+/// settings, kept there by [`pooler::keep_limits_on_role`].
 pub fn pool_per_worker(
     url: &str,
     behind_pooler: bool,
@@ -116,15 +112,17 @@ pub fn pool_per_worker(
             format!("{url}{separator}options=-c%20statement_timeout%3D{statement_timeout_ms}%20-c%20jit%3Doff")
         }
     };
-    let share = match workers {
-        0 => size,
-        _ => (size / (workers + 1)).max(2),
+    let share = size / (workers + 1);
+    let sizes = match share {
+        0 | 1 => vec![size],
+        _ => [vec![share; workers], vec![size - share * workers]].concat(),
     };
     let wait = (statement_timeout_ms > 0).then(|| Duration::from_millis(statement_timeout_ms));
-    let shards = (0..=workers)
-        .map(|_| {
+    let shards = sizes
+        .into_iter()
+        .map(|size| {
             Shard::builder(Connections::new(url.clone(), behind_pooler))
-                .max_size(share)
+                .max_size(size)
                 .wait_timeout(wait)
                 .runtime(deadpool::Runtime::Tokio1)
                 .build()
