@@ -70,7 +70,7 @@ impl Pool {
         )
     }
 
-    pub fn manager(&self) -> &Connections {
+    fn manager(&self) -> &Connections {
         self.shard().manager()
     }
 
