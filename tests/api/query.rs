@@ -209,6 +209,32 @@ async fn reference_operators_and_name_as_string() {
     assert_eq!(lib.error("author.reference.in=nope").await, (400, "Invalid ID".into()));
 }
 
+/// A list is built on what the server last found of its properties (here:
+/// that `code` holds no reference) and checks it in the same statement: a
+/// reference added since is matched by its target's name at once.
+#[tokio::test]
+async fn a_string_filter_matches_a_reference_by_name_from_the_first_list_after_one_is_added() {
+    let lib = library().await;
+    assert_eq!(lib.matches("code.string=Frank%20Herbert").await, Vec::<usize>::new());
+    assert_eq!(lib.matches("code.string=B-4").await, [3]);
+    let (_, dune) = lib
+        .app
+        .get(&format!("/api/demo/entity/{}", lib.books[0]), &lib.token)
+        .await;
+    let herbert = dune["entity"]["author"][0]["reference"].as_str().unwrap().to_owned();
+    let (status, body) = lib
+        .app
+        .post(
+            &format!("/api/demo/entity/{}", lib.books[3]),
+            &lib.token,
+            json!({"type": "code", "reference": herbert}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(lib.matches("code.string=Frank%20Herbert").await, [3]);
+    assert_eq!(lib.matches("code.string=B-4").await, [3]);
+}
+
 #[tokio::test]
 async fn number_operators() {
     let lib = library().await;

@@ -1,12 +1,18 @@
-//! What a list query's SQL must know of the properties it names, read in
-//! one statement before it is built.
+//! What a list query's SQL must know of the properties it names. A query
+//! whose properties were all seen before is built on what was last found
+//! of them, and its page statement checks, in its own snapshot, that this
+//! still holds ([`PropertyFacts::still_hold`]): one round trip instead of
+//! two. Otherwise the facts are read first, in one statement.
 
 use std::collections::HashSet;
+use std::sync::LazyLock;
 
+use dashmap::DashMap;
 use diesel::QueryableByName;
 use diesel::sql_types::{Array, Bool, Text};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
+use super::statement::{Bind, Sql};
 use crate::db::prepared::Prepared;
 use crate::error::ApiError;
 use crate::model::TYPE_PROPERTY;
@@ -27,94 +33,172 @@ pub(super) struct PropertyFacts {
     /// Properties sorted or grouped by that some definition computes with a
     /// formula: their values live in the entities' documents only.
     pub(super) computed: HashSet<String>,
+    /// What these sets were built from, property by property.
+    pub(super) found: Vec<Fact>,
+}
+
+/// What one property is in a database, whatever a query does with it.
+#[derive(Debug, Clone, QueryableByName)]
+pub(super) struct Fact {
+    #[diesel(sql_type = Text)]
+    prop: String,
+    /// Some live value of it is a reference.
+    #[diesel(sql_type = Bool)]
+    has_references: bool,
+    #[diesel(sql_type = Bool)]
+    single: bool,
+    #[diesel(sql_type = Bool)]
+    computed: bool,
+}
+
+/// The facts of property `p.prop` in the database `db` names, as columns
+/// `has_references`, `single` and `computed` (one index probe each).
+fn facts_of_p(db: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM property_values x WHERE x.db = {db} AND x.prop = p.prop \
+         AND x.deleted_at IS NULL AND x.reference IS NOT NULL) AS has_references, \
+         NOT EXISTS (SELECT 1 FROM property_multiplicity m WHERE m.db = {db} AND m.prop = p.prop \
+         AND m.several > 0) AS single, \
+         EXISTS (SELECT 1 FROM entities d WHERE d.db = {db} AND d.name = p.prop \
+         AND d.deleted_at IS NULL AND d.doc ? 'formula') AS computed"
+    )
+}
+
+/// The facts last found, per database and property, by this process. A
+/// query naming properties never asked about before adds them: past this
+/// many the record starts afresh, so made-up names cannot grow it.
+const SEEN_MOST: usize = 10_000;
+
+static SEEN: LazyLock<DashMap<(String, String), Fact>> = LazyLock::new(DashMap::new);
+
+/// The properties of `query` whose facts its SQL needs, each with whether
+/// it is filtered or grouped by `string` (only then do its references count).
+fn named(query: &ListQuery) -> Vec<(&str, bool)> {
+    // `_type` names are matched through the entity's projected type
+    let by_string = query
+        .filters
+        .iter()
+        .filter(|filter| filter.field == Field::String && filter.prop != TYPE_PROPERTY)
+        .map(|filter| filter.prop.as_str())
+        .chain(
+            query
+                .group
+                .iter()
+                .filter(|(_, field)| *field == Field::String)
+                .map(|(prop, _)| prop.as_str()),
+        );
+    let keyed = query
+        .sort
+        .iter()
+        .filter_map(|key| match &key.target {
+            SortTarget::Value { prop, .. } => Some(prop.as_str()),
+            _ => None,
+        })
+        .chain(query.group.iter().map(|(prop, _)| prop.as_str()));
+    let mut props: Vec<(&str, bool)> = Vec::new();
+    for (prop, filtered) in by_string
+        .map(|prop| (prop, true))
+        .chain(keyed.map(|prop| (prop, false)))
+    {
+        if !props.iter().any(|(known, _)| *known == prop) {
+            props.push((prop, filtered));
+        }
+    }
+    props
 }
 
 impl PropertyFacts {
-    /// The facts `query` needs: one index probe per property, in one
-    /// statement, none when it needs none.
+    /// The facts `query` needs, read in one statement (none when it needs
+    /// none).
     pub(super) async fn of(
         conn: &mut AsyncPgConnection,
         db: &str,
         query: &ListQuery,
     ) -> Result<PropertyFacts, ApiError> {
-        #[derive(QueryableByName)]
-        struct Fact {
-            #[diesel(sql_type = Text)]
-            prop: String,
-            #[diesel(sql_type = Bool)]
-            references: bool,
-            #[diesel(sql_type = Bool)]
-            single: bool,
-            #[diesel(sql_type = Bool)]
-            computed: bool,
-        }
-        // `_type` names are matched through the entity's projected type
-        let filtered = query
-            .filters
-            .iter()
-            .filter(|filter| filter.field == Field::String && filter.prop != TYPE_PROPERTY)
-            .map(|filter| filter.prop.as_str())
-            .chain(
-                query
-                    .group
-                    .iter()
-                    .filter(|(_, field)| *field == Field::String)
-                    .map(|(prop, _)| prop.as_str()),
-            );
-        let keyed = query
-            .sort
-            .iter()
-            .filter_map(|key| match &key.target {
-                SortTarget::Value { prop, .. } => Some(prop.as_str()),
-                _ => None,
-            })
-            .chain(query.group.iter().map(|(prop, _)| prop.as_str()));
-        let mut props: Vec<(String, bool)> = Vec::new();
-        for prop in filtered {
-            if !props.iter().any(|(known, _)| known == prop) {
-                props.push((prop.to_owned(), true));
-            }
-        }
-        for prop in keyed {
-            if !props.iter().any(|(known, _)| known == prop) {
-                props.push((prop.to_owned(), false));
-            }
-        }
+        let props = named(query);
         if props.is_empty() {
             return Ok(PropertyFacts::default());
         }
-        let (names, filtered): (Vec<String>, Vec<bool>) = props.into_iter().unzip();
+        let names: Vec<String> = props.iter().map(|(prop, _)| (*prop).to_owned()).collect();
         // values read through subqueries: one plan for any properties (see
         // `Sql::planned_for_any_values`)
-        let facts: Vec<Fact> = Prepared::kept(
-            diesel::sql_query(
-                "SELECT p.prop, CASE WHEN p.filtered THEN EXISTS (SELECT 1 FROM property_values x \
-                 WHERE x.db = (SELECT $1) AND x.prop = p.prop AND x.deleted_at IS NULL AND x.reference IS NOT NULL) \
-                 ELSE false END AS references, \
-                 NOT EXISTS (SELECT 1 FROM property_multiplicity m WHERE m.db = (SELECT $1) AND m.prop = p.prop \
-                 AND m.several > 0) AS single, \
-                 EXISTS (SELECT 1 FROM entities d WHERE d.db = (SELECT $1) AND d.name = p.prop \
-                 AND d.deleted_at IS NULL AND d.doc ? 'formula') AS computed \
-                 FROM unnest((SELECT $2::text[]), (SELECT $3::boolean[])) AS p(prop, filtered)",
-            )
+        let found: Vec<Fact> = Prepared::kept(
+            diesel::sql_query(format!(
+                "SELECT p.prop, {} FROM unnest((SELECT $2::text[])) AS p(prop)",
+                facts_of_p("(SELECT $1)")
+            ))
             .bind::<Text, _>(db)
-            .bind::<Array<Text>, _>(names)
-            .bind::<Array<Bool>, _>(filtered),
+            .bind::<Array<Text>, _>(names),
         )
         .load(conn)
         .await?;
-        let mut found = PropertyFacts::default();
-        for fact in facts {
-            if fact.references {
-                found.referencing.insert(fact.prop.clone());
+        if SEEN.len() + found.len() > SEEN_MOST {
+            SEEN.clear();
+        }
+        for fact in &found {
+            SEEN.insert((db.to_owned(), fact.prop.clone()), fact.clone());
+        }
+        Ok(PropertyFacts::from_found(&props, found))
+    }
+
+    /// The facts `query` needs as this process last found them, when it
+    /// found them all: to be checked by [`PropertyFacts::still_hold`].
+    pub(super) fn last_seen(db: &str, query: &ListQuery) -> Option<PropertyFacts> {
+        let props = named(query);
+        if props.is_empty() {
+            // none to read, none to check
+            return None;
+        }
+        let found = props
+            .iter()
+            .map(|(prop, _)| SEEN.get(&(db.to_owned(), (*prop).to_owned())).map(|fact| fact.clone()))
+            .collect::<Option<Vec<Fact>>>()?;
+        Some(PropertyFacts::from_found(&props, found))
+    }
+
+    fn from_found(props: &[(&str, bool)], found: Vec<Fact>) -> PropertyFacts {
+        let mut facts = PropertyFacts::default();
+        for fact in &found {
+            let by_string = props.iter().any(|(prop, filtered)| *prop == fact.prop && *filtered);
+            if fact.has_references && by_string {
+                facts.referencing.insert(fact.prop.clone());
             }
             if fact.computed {
-                found.computed.insert(fact.prop.clone());
+                facts.computed.insert(fact.prop.clone());
             }
             if fact.single {
-                found.single_valued.insert(fact.prop);
+                facts.single_valued.insert(fact.prop.clone());
             }
         }
-        Ok(found)
+        facts.found = found;
+        facts
+    }
+
+    /// Appends a boolean expression that is true when these facts are still
+    /// those of database `db` (in the statement's own snapshot).
+    pub(super) fn still_hold(&self, sql: &mut Sql, db: &str) {
+        if self.found.is_empty() {
+            sql.push("true");
+            return;
+        }
+        let column = |value: fn(&Fact) -> bool| self.found.iter().map(value).collect::<Vec<bool>>();
+        sql.push(
+            "(SELECT bool_and(facts.has_references = p.has_references AND facts.single = p.single \
+             AND facts.computed = p.computed) FROM (SELECT ",
+        )
+        .bind(Bind::Text(db.to_owned()))
+        .push(" AS db) f, unnest(")
+        .bind(Bind::TextArray(
+            self.found.iter().map(|fact| fact.prop.clone()).collect(),
+        ))
+        .push(", ")
+        .bind(Bind::BooleanArray(column(|fact| fact.has_references)))
+        .push(", ")
+        .bind(Bind::BooleanArray(column(|fact| fact.single)))
+        .push(", ")
+        .bind(Bind::BooleanArray(column(|fact| fact.computed)))
+        .push(") AS p(prop, has_references, single, computed), LATERAL (SELECT ")
+        .push(&facts_of_p("f.db"))
+        .push(") facts)");
     }
 }

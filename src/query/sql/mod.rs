@@ -82,13 +82,28 @@ pub async fn run(
     person: Option<&str>,
     query: &ListQuery,
 ) -> Result<ListResult, ApiError> {
-    let facts = PropertyFacts::of(conn, db, query).await?;
     if !query.group.is_empty() {
+        let facts = PropertyFacts::of(conn, db, query).await?;
         return run_grouped(conn, db, person, query, &facts).await;
     }
-    let (page, count) = page_statements(db, person, query, &facts);
-    let rows = targets::with_targets(page, db).into_query().load(conn).await?;
-    let (rows, targets) = targets::split(rows);
+    // Built on the facts this process last saw of its properties, checked in
+    // the page's own statement; read first when unknown or changed since.
+    let mut last_seen = PropertyFacts::last_seen(db, query);
+    let (rows, targets, count) = loop {
+        let checked = last_seen.is_some();
+        let facts = match last_seen.take() {
+            Some(facts) => facts,
+            None => PropertyFacts::of(conn, db, query).await?,
+        };
+        let (page, count) = page_statements(db, person, query, &facts);
+        let rows = targets::with_targets(page, db, checked.then_some(&facts))
+            .into_query()
+            .load(conn)
+            .await?;
+        if let Some((rows, targets)) = targets::split(rows) {
+            break (rows, targets, count);
+        }
+    };
     let counted = rows.as_slice().first().and_then(|row| row.matches);
     let entities: Vec<EntityRow> = rows.into_iter().map(|row| row.entity).collect();
     let count = match counted.or_else(|| count_from_page(query, entities.len())) {

@@ -2,59 +2,75 @@
 //! in a CTE, its rows first and then the live entities its documents
 //! reference, as `db::references::targets` reads them. One statement for
 //! what took two round trips (the targets were read once the page came).
+//! A page built on the facts last seen of its properties ends with a row
+//! telling whether they still hold.
 
 use diesel::QueryableByName;
-use diesel::sql_types::{Bool, Nullable, Text};
+use diesel::sql_types::{Integer, Nullable, Text};
 
 use super::PageRow;
+use super::facts::PropertyFacts;
 use super::statement::{Bind, Sql};
 use crate::db::references::{self, Target};
 
-/// A row of [`with_targets`]: one of the page's, in its order, or a target
-/// (its `EntityRow` holding only the columns a [`Target`] needs).
+/// What a row of [`with_targets`] is.
+const PAGE: i32 = 0;
+const TARGET: i32 = 1;
+/// The row whose `matches` is 1 when the facts the page was built on held.
+const FACTS: i32 = 2;
+
+/// A row of [`with_targets`]: one of the page's, in its order, a target
+/// (its `EntityRow` holding only the columns a [`Target`] needs), or the
+/// facts' check.
 #[derive(QueryableByName)]
 pub(super) struct PageOrTarget {
-    #[diesel(sql_type = Bool)]
-    is_target: bool,
+    #[diesel(sql_type = Integer)]
+    part: i32,
     #[diesel(sql_type = Nullable<Text>)]
     type_name: Option<String>,
     #[diesel(embed)]
     row: PageRow,
 }
 
-/// `page` followed by the targets of its rows' references. A CTE scan runs
-/// in no parallel worker, so the page's rows come first and in its order.
-pub(super) fn with_targets(mut page: Sql, db: &str) -> Sql {
+/// `page` followed by the targets of its rows' references, and by the check
+/// of `assumed` when the page was built on facts not read for it. A CTE scan
+/// runs in no parallel worker, so the page's rows come first and in its order.
+pub(super) fn with_targets(mut page: Sql, db: &str, assumed: Option<&PropertyFacts>) -> Sql {
     page.text.insert_str(0, "WITH page AS MATERIALIZED (");
-    page.push(
-        ") SELECT false AS is_target, NULL::text AS type_name, page.* FROM page \
-         UNION ALL SELECT true, k.name, t.id, NULL, '{}', t.name, t.sharing, '{}', '{}', '{}', t.viewers, \
+    page.push(&format!(
+        ") SELECT {PAGE} AS part, NULL::text AS type_name, page.* FROM page \
+         UNION ALL SELECT {TARGET}, k.name, t.id, NULL, '{{}}', t.name, t.sharing, '{{}}', '{{}}', '{{}}', t.viewers, \
          t.noaccess, 'null', t.public_props, t.domain_props, NULL \
-         FROM entities t LEFT JOIN entities k ON k.db = t.db AND k.id = t.type_id WHERE t.db = ",
-    )
+         FROM entities t LEFT JOIN entities k ON k.db = t.db AND k.id = t.type_id WHERE t.db = "
+    ))
     .bind(Bind::Text(db.to_owned()))
     .push(
         " AND t.deleted_at IS NULL AND t.id = ANY (ARRAY( \
          SELECT jsonb_path_query(page.doc, '$.*[*].reference') #>> '{}' FROM page))",
     );
+    if let Some(assumed) = assumed {
+        page.push(&format!(
+            " UNION ALL SELECT {FACTS}, NULL, '', NULL, '{{}}', NULL, '', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
+             'null', '{{}}', '{{}}', CASE WHEN "
+        ));
+        assumed.still_hold(&mut page, db);
+        page.push(" THEN 1 ELSE 0 END");
+    }
     page
 }
 
-/// The page's rows, in order, and the targets read with them.
-pub(super) fn split(rows: Vec<PageOrTarget>) -> (Vec<PageRow>, Vec<Target>) {
+/// The page's rows, in order, and the targets read with them; `None` when
+/// the facts the page was built on no longer held.
+pub(super) fn split(rows: Vec<PageOrTarget>) -> Option<(Vec<PageRow>, Vec<Target>)> {
     let mut page = Vec::with_capacity(rows.len());
     let mut targets = Vec::new();
-    for PageOrTarget {
-        is_target,
-        type_name,
-        row,
-    } in rows
-    {
-        if is_target {
-            targets.push(references::target_of(row.entity, type_name));
-        } else {
-            page.push(row);
+    for PageOrTarget { part, type_name, row } in rows {
+        match part {
+            PAGE => page.push(row),
+            TARGET => targets.push(references::target_of(row.entity, type_name)),
+            _ if row.matches == Some(1) => {}
+            _ => return None,
         }
     }
-    (page, targets)
+    Some((page, targets))
 }
