@@ -75,10 +75,12 @@ pub async fn insert_values(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -
 }
 
 /// As [`insert_values`], for every value of entities created in this
-/// transaction, which held none before: the statement says so to the
-/// trigger keeping `property_multiplicity`, which then counts the new rows
-/// alone instead of every entity's values (migration
-/// `multiplicity_of_new_entities`).
+/// transaction, which held none before: the statement says so to its
+/// triggers. The one keeping `property_multiplicity` then counts the new
+/// rows alone instead of every entity's values (migration
+/// `multiplicity_of_new_entities`), and the change log takes nothing from
+/// them: the entities' create rows already name every property (migration
+/// `values_of_new_entities_logged_with_them`).
 pub async fn insert_values_of_new_entities(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -> QueryResult<usize> {
     insert_rows(
         conn,

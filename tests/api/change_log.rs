@@ -103,3 +103,40 @@ async fn a_refused_write_logs_nothing() {
     assert_eq!(status, 400, "{body}");
     assert_eq!(new_rows(&app, before).await, Vec::<String>::new());
 }
+
+/// A batch's new entities are logged once, with every property they were
+/// created with (their values' own statement logs nothing more), and the
+/// values added after them in the same transaction, to them or to others,
+/// are logged as ever (the setting that says so does not outlive its statement).
+#[tokio::test]
+async fn a_batch_logs_its_new_entities_with_their_properties_and_the_values_added_after_them() {
+    let app = TestApp::start().await;
+    let token = app.owner_token().await;
+    let book = app.create_type(&token, "book").await;
+    let older = app
+        .create(&token, &book, json!([{"type": "name", "string": "older"}]))
+        .await;
+    let before = change_log(&app.database_url, "demo").await.len();
+    let (status, body) = app
+        .post(
+            "/api/demo/batch",
+            &token,
+            json!({"operations": [
+                {"op": "create", "ref": "$new", "properties": [{"type": "_type", "reference": book}, {"type": "name", "string": "new"}]},
+                {"op": "add", "entity": "$new", "properties": [{"type": "title", "string": "added"}]},
+                {"op": "add", "entity": older, "properties": [{"type": "note", "string": "added"}]},
+            ]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let new = body["refs"]["$new"].as_str().unwrap();
+    let person = &app.person;
+    let mut rows = new_rows(&app, before).await;
+    rows.sort();
+    let mut expected = [
+        format!("{new} {person} create _created,_owner,_type,name,title"),
+        format!("{older} {person} update note"),
+    ];
+    expected.sort();
+    assert_eq!(rows, expected);
+}
