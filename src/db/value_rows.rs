@@ -80,7 +80,7 @@ pub async fn insert_values(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -
 /// rows alone instead of every entity's values (migration
 /// `multiplicity_of_new_entities`), and the change log takes nothing from
 /// them: the entities' create rows already name every property (migration
-/// `values_of_new_entities_logged_with_them`).
+/// `change_log_kept_for_less`).
 pub async fn insert_values_of_new_entities(conn: &mut AsyncPgConnection, rows: &[ValueRecord]) -> QueryResult<usize> {
     insert_rows(
         conn,
