@@ -4,7 +4,7 @@
 //! still holds ([`PropertyFacts::still_hold`]): one round trip instead of
 //! two. Otherwise the facts are read first, in one statement.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use dashmap::DashMap;
@@ -64,12 +64,27 @@ fn facts_of_p(db: &str) -> String {
     )
 }
 
-/// The facts last found, per database and property, by this process. A
-/// query naming properties never asked about before adds them: past this
-/// many the record starts afresh, so made-up names cannot grow it.
+/// The statement reading the facts of properties `$2` in database `$1`
+/// (values read through subqueries: one plan for any properties, see
+/// `Sql::planned_for_any_values`).
+static READ: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT p.prop, {} FROM unnest((SELECT $2::text[])) AS p(prop)",
+        facts_of_p("(SELECT $1)")
+    )
+});
+
+/// The facts of properties `p.prop` in the database `f.db`, for
+/// [`PropertyFacts::still_hold`].
+static OF_P_IN_F: LazyLock<String> = LazyLock::new(|| facts_of_p("f.db"));
+
+/// The facts last found by this process, per database and property. A
+/// database's record starts afresh past this many properties, so names
+/// made up by queries cannot grow it (databases are the server's own: a
+/// query names an existing one).
 const SEEN_MOST: usize = 10_000;
 
-static SEEN: LazyLock<DashMap<(String, String), Fact>> = LazyLock::new(DashMap::new);
+static SEEN: LazyLock<DashMap<String, HashMap<String, Fact>>> = LazyLock::new(DashMap::new);
 
 /// The properties of `query` whose facts its SQL needs, each with whether
 /// it is filtered or grouped by `string` (only then do its references count).
@@ -123,21 +138,20 @@ impl PropertyFacts {
         // values read through subqueries: one plan for any properties (see
         // `Sql::planned_for_any_values`)
         let found: Vec<Fact> = Prepared::kept(
-            diesel::sql_query(format!(
-                "SELECT p.prop, {} FROM unnest((SELECT $2::text[])) AS p(prop)",
-                facts_of_p("(SELECT $1)")
-            ))
-            .bind::<Text, _>(db)
-            .bind::<Array<Text>, _>(names),
+            diesel::sql_query(READ.as_str())
+                .bind::<Text, _>(db)
+                .bind::<Array<Text>, _>(names),
         )
         .load(conn)
         .await?;
-        if SEEN.len() + found.len() > SEEN_MOST {
-            SEEN.clear();
+        let mut seen = SEEN.entry(db.to_owned()).or_default();
+        if seen.len() + found.len() > SEEN_MOST {
+            seen.clear();
         }
         for fact in &found {
-            SEEN.insert((db.to_owned(), fact.prop.clone()), fact.clone());
+            seen.insert(fact.prop.clone(), fact.clone());
         }
+        drop(seen);
         Ok(PropertyFacts::from_found(&props, found))
     }
 
@@ -149,10 +163,12 @@ impl PropertyFacts {
             // none to read, none to check
             return None;
         }
+        let seen = SEEN.get(db)?;
         let found = props
             .iter()
-            .map(|(prop, _)| SEEN.get(&(db.to_owned(), (*prop).to_owned())).map(|fact| fact.clone()))
+            .map(|(prop, _)| seen.get(*prop).cloned())
             .collect::<Option<Vec<Fact>>>()?;
+        drop(seen);
         Some(PropertyFacts::from_found(&props, found))
     }
 
@@ -174,13 +190,10 @@ impl PropertyFacts {
         facts
     }
 
-    /// Appends a boolean expression that is true when these facts are still
-    /// those of database `db` (in the statement's own snapshot).
+    /// Appends a boolean expression that is true when these facts (of at
+    /// least one property) are still those of database `db` (in the
+    /// statement's own snapshot).
     pub(super) fn still_hold(&self, sql: &mut Sql, db: &str) {
-        if self.found.is_empty() {
-            sql.push("true");
-            return;
-        }
         let column = |value: fn(&Fact) -> bool| self.found.iter().map(value).collect::<Vec<bool>>();
         sql.push(
             "(SELECT bool_and(facts.has_references = p.has_references AND facts.single = p.single \
@@ -198,7 +211,7 @@ impl PropertyFacts {
         .push(", ")
         .bind(Bind::BooleanArray(column(|fact| fact.computed)))
         .push(") AS p(prop, has_references, single, computed), LATERAL (SELECT ")
-        .push(&facts_of_p("f.db"))
+        .push(&OF_P_IN_F)
         .push(") facts)");
     }
 }

@@ -5,6 +5,8 @@
 //! A page built on the facts last seen of its properties ends with a row
 //! telling whether they still hold.
 
+use std::sync::LazyLock;
+
 use diesel::QueryableByName;
 use diesel::sql_types::{Integer, Nullable, Text};
 
@@ -13,11 +15,29 @@ use super::facts::PropertyFacts;
 use super::statement::{Bind, Sql};
 use crate::db::references::{self, Target};
 
-/// What a row of [`with_targets`] is.
+/// What a row of [`with_targets`] is (its `part`).
 const PAGE: i32 = 0;
 const TARGET: i32 = 1;
 /// The row whose `matches` is 1 when the facts the page was built on held.
 const FACTS: i32 = 2;
+
+/// What follows the page: its rows, then its references' targets.
+static PAGE_THEN_TARGETS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        ") SELECT {PAGE} AS part, NULL::text AS type_name, page.* FROM page \
+         UNION ALL SELECT {TARGET}, k.name, t.id, NULL, '{{}}', t.name, t.sharing, '{{}}', '{{}}', '{{}}', t.viewers, \
+         t.noaccess, 'null', t.public_props, t.domain_props, NULL \
+         FROM entities t LEFT JOIN entities k ON k.db = t.db AND k.id = t.type_id WHERE t.db = "
+    )
+});
+
+/// The start of the facts' check row, its `matches` to follow.
+static FACTS_ROW: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        " UNION ALL SELECT {FACTS}, NULL, '', NULL, '{{}}', NULL, '', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
+         'null', '{{}}', '{{}}', CASE WHEN "
+    )
+});
 
 /// A row of [`with_targets`]: one of the page's, in its order, a target
 /// (its `EntityRow` holding only the columns a [`Target`] needs), or the
@@ -37,22 +57,12 @@ pub(super) struct PageOrTarget {
 /// runs in no parallel worker, so the page's rows come first and in its order.
 pub(super) fn with_targets(mut page: Sql, db: &str, assumed: Option<&PropertyFacts>) -> Sql {
     page.text.insert_str(0, "WITH page AS MATERIALIZED (");
-    page.push(&format!(
-        ") SELECT {PAGE} AS part, NULL::text AS type_name, page.* FROM page \
-         UNION ALL SELECT {TARGET}, k.name, t.id, NULL, '{{}}', t.name, t.sharing, '{{}}', '{{}}', '{{}}', t.viewers, \
-         t.noaccess, 'null', t.public_props, t.domain_props, NULL \
-         FROM entities t LEFT JOIN entities k ON k.db = t.db AND k.id = t.type_id WHERE t.db = "
-    ))
-    .bind(Bind::Text(db.to_owned()))
-    .push(
+    page.push(&PAGE_THEN_TARGETS).bind(Bind::Text(db.to_owned())).push(
         " AND t.deleted_at IS NULL AND t.id = ANY (ARRAY( \
          SELECT jsonb_path_query(page.doc, '$.*[*].reference') #>> '{}' FROM page))",
     );
     if let Some(assumed) = assumed {
-        page.push(&format!(
-            " UNION ALL SELECT {FACTS}, NULL, '', NULL, '{{}}', NULL, '', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
-             'null', '{{}}', '{{}}', CASE WHEN "
-        ));
+        page.push(&FACTS_ROW);
         assumed.still_hold(&mut page, db);
         page.push(" THEN 1 ELSE 0 END");
     }
