@@ -2,6 +2,7 @@
 //! resuming, the limits and tickets, and changes made through another
 //! process (CONTRACT "Change feed").
 
+mod groups;
 mod inheritance;
 mod limits;
 mod processes;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use dashmap::DashMap;
 use tokio::sync::{Notify, watch};
 
-use super::select::{Subscriber, select};
+use super::select::{Group, Subscriber, merge, select};
 use crate::db::changes;
 use crate::db::placement::Clusters;
 use crate::error::{ApiError, ErrorCode};
@@ -37,7 +37,7 @@ pub struct ChangeHub {
     closing: watch::Sender<bool>,
 }
 
-/// The reader of one database's log and its subscribers.
+/// The reader of one database's log and its streams.
 struct Reader {
     wake: Notify,
     state: tokio::sync::Mutex<ReaderState>,
@@ -45,8 +45,8 @@ struct Reader {
 
 #[derive(Default)]
 struct ReaderState {
-    subscribers: Vec<Subscriber>,
-    /// Set as the reader ends (no subscriber left): a new one starts another.
+    groups: Vec<Group>,
+    /// Set as the reader ends (no stream left): a new one starts another.
     ended: bool,
 }
 
@@ -164,7 +164,13 @@ impl ChangeHub {
                 self.forget(db, &reader);
                 continue;
             }
-            state.subscribers.extend(subscriber.take());
+            if let Some(subscriber) = subscriber.take() {
+                let unplaced = state
+                    .groups
+                    .iter_mut()
+                    .try_fold(subscriber, |subscriber, group| group.admit(subscriber));
+                state.groups.extend(unplaced.map(Group::new));
+            }
             reader.wake.notify_one();
             return;
         }
@@ -178,10 +184,10 @@ impl ChangeHub {
     }
 
     /// Database `db`'s log reader: woken by a notification or every
-    /// [`POLL`], it reads the changes after its furthest-behind subscriber
-    /// and hands each subscriber the events of those after its own cursor.
+    /// [`POLL`], it reads the changes after its furthest-behind stream and
+    /// hands each stream the events of those after its own cursor.
     /// It holds a pool connection only while reading and selecting a batch;
-    /// it ends when no subscriber is left.
+    /// it ends when no stream is left.
     async fn read(self: Arc<Self>, db: String, reader: Arc<Reader>) {
         loop {
             tokio::select! {
@@ -192,14 +198,14 @@ impl ChangeHub {
             let mut handed = false;
             loop {
                 let mut state = reader.state.lock().await;
-                state.subscribers.retain(|subscriber| !subscriber.events.is_closed());
-                if state.subscribers.is_empty() {
+                state.groups.retain_mut(Group::keep_open);
+                if state.groups.is_empty() {
                     state.ended = true;
                     drop(state);
                     self.forget(&db, &reader);
                     return;
                 }
-                match self.step(&db, &mut state.subscribers).await {
+                match self.step(&db, &mut state.groups).await {
                     Ok(Step { read, more }) => {
                         handed |= read;
                         if !more {
@@ -220,8 +226,8 @@ impl ChangeHub {
     }
 
     /// One batch.
-    async fn step(&self, db: &str, subscribers: &mut Vec<Subscriber>) -> Result<Step, ApiError> {
-        let from = subscribers.iter().map(|s| s.cursor).min().unwrap_or_default();
+    async fn step(&self, db: &str, groups: &mut Vec<Group>) -> Result<Step, ApiError> {
+        let from = groups.iter().map(|group| group.cursor).min().unwrap_or_default();
         // the database's cluster now: a reader follows a move
         let mut conn = self.clusters.pool_for(db)?.get().await?;
         let rows = changes::after(&mut conn, db, from, BATCH).await?;
@@ -231,15 +237,13 @@ impl ChangeHub {
                 more: false,
             });
         };
-        let parts = select(&mut conn, db, &rows, subscribers).await?;
+        let batches = select(&mut conn, db, &rows, groups).await?;
         drop(conn);
-        let mut parts = parts.into_iter();
-        // a stream that cannot take its part (its client is too slow, or
-        // gone) is dropped
-        subscribers.retain_mut(|subscriber| {
-            subscriber.cursor = subscriber.cursor.max(last);
-            subscriber.events.send(parts.next().unwrap_or_default())
-        });
+        for (group, batch) in groups.iter_mut().zip(&batches) {
+            group.hand(batch, last);
+        }
+        groups.retain_mut(Group::keep_open);
+        merge(groups);
         Ok(Step {
             read: true,
             more: rows.len() as i64 == BATCH,

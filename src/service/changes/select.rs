@@ -3,14 +3,17 @@
 //! A change is tested against the entity as it is when the batch is read
 //! (for a change just committed: as the change left it), with the list
 //! query's own SQL, rights included, in one statement per distinct (caller,
-//! query) among the subscribers. A deletion is tested against the entity as
-//! it was deleted (its row keeps its rights and views). Each stream keeps
-//! the entities it has reported as matching (and, for a filtered stream,
-//! those matching when it opened), at most [`REPORTED`]: `leave` goes to
-//! those no longer matching, and a filtered stream is told of a deletion
-//! only for them (past the bound, of every readable deletion). An entity
-//! whose rights followed its parent's is logged as an update naming no
-//! property: it sends only `leave`s.
+//! query) among the streams. A deletion is tested against the entity as it
+//! was deleted (its row keeps its rights and views). The streams of one
+//! caller and query at one place in the log form a group, whose events are
+//! worked out once. A group keeps the entities it has reported as matching
+//! (and, when filtered, those matching when it opened), at most
+//! [`REPORTED`](super::reported::REPORTED), each with the change it was
+//! reported at: `leave` goes to the streams told of those no longer
+//! matching, and a filtered stream is told of a deletion only for them
+//! (past the bound, of every readable deletion). An entity whose rights
+//! followed its parent's is logged as an update naming no property: it
+//! sends only `leave`s.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,34 +31,171 @@ use crate::error::ApiError;
 use crate::query::ListQuery;
 use crate::query::sql::matching;
 
-/// One open stream, as its database's reader sees it.
+/// A stream as it opens, before its database's reader takes it in.
 pub(super) struct Subscriber {
     pub(super) person: Option<String>,
     pub(super) query: Arc<ListQuery>,
-    /// The query string it was parsed from: subscribers with the same caller
-    /// and query share one statement per batch.
+    /// The query string it was parsed from: streams of one caller and query
+    /// string share their group.
     pub(super) query_text: String,
-    /// The last change this stream has been handed (or skipped).
+    /// The change it resumes after.
     pub(super) cursor: i64,
+    /// What matched as it opened (a filtered stream).
     pub(super) reported: Reported,
     pub(super) events: queue::Sender,
 }
 
-impl Subscriber {
+/// The streams of one caller and query at one place in the log: each batch's
+/// events are worked out once for all of them, and what they reported is
+/// kept once (a process may hold a thousand streams of one caller).
+pub(super) struct Group {
+    person: Option<String>,
+    query: Arc<ListQuery>,
+    query_text: String,
+    /// The last change its streams have been handed (or skipped).
+    pub(super) cursor: i64,
+    reported: Reported,
+    members: Vec<Member>,
+}
+
+/// One stream of a group.
+struct Member {
+    /// The change it opened after: an unfiltered stream has a `leave` only
+    /// for what it was told of, that is, reported after this.
+    opened_after: i64,
+    events: queue::Sender,
+}
+
+impl Group {
+    pub(super) fn new(subscriber: Subscriber) -> Group {
+        Group {
+            person: subscriber.person,
+            query: subscriber.query,
+            query_text: subscriber.query_text,
+            cursor: subscriber.cursor,
+            reported: subscriber.reported,
+            members: vec![Member {
+                opened_after: subscriber.cursor,
+                events: subscriber.events,
+            }],
+        }
+    }
+
+    /// Takes `subscriber` in if it is of this group's caller and query at
+    /// its place in the log; hands it back otherwise. A filtered stream's
+    /// matches as it opened are the group's own matches then.
+    pub(super) fn admit(&mut self, subscriber: Subscriber) -> Option<Subscriber> {
+        if !self.holds_streams_like(&subscriber.person, &subscriber.query_text, subscriber.cursor) {
+            return Some(subscriber);
+        }
+        self.members.push(Member {
+            opened_after: subscriber.cursor,
+            events: subscriber.events,
+        });
+        None
+    }
+
+    fn holds_streams_like(&self, person: &Option<String>, query_text: &str, cursor: i64) -> bool {
+        self.cursor == cursor && self.person == *person && self.query_text == query_text
+    }
+
+    /// Drops the streams whose clients are gone; answers whether any is left.
+    pub(super) fn keep_open(&mut self) -> bool {
+        self.members.retain(|member| !member.events.is_closed());
+        !self.members.is_empty()
+    }
+
     fn filtered(&self) -> bool {
         !self.query.filters.is_empty() || !self.query.words.is_empty()
     }
+
+    /// Hands each stream its part of `batch` (one write per stream) and
+    /// moves on to change `last`; a stream that cannot take its part (its
+    /// client is too slow, or gone) is dropped.
+    pub(super) fn hand(&mut self, batch: &Batch, last: i64) {
+        let mut parts: HashMap<i64, Bytes> = HashMap::new();
+        self.members.retain(|member| {
+            let part = parts
+                .entry(batch.distinct_for(member.opened_after))
+                .or_insert_with(|| batch.part_for(member.opened_after))
+                .clone();
+            member.events.send(part)
+        });
+        self.cursor = self.cursor.max(last);
+    }
 }
 
-/// The events of `rows` (changes of database `db` in id order) for each
-/// subscriber, in the subscribers' order: one part of the stream's body
-/// each (empty: none), so a batch costs a stream one write.
+/// Merges the groups of one caller and query that reached the same change
+/// (streams opened while the reader was a batch behind catch up with their
+/// elders).
+pub(super) fn merge(groups: &mut Vec<Group>) {
+    if groups.len() < 2 {
+        return;
+    }
+    let mut merged: Vec<Group> = Vec::with_capacity(groups.len());
+    let mut places: HashMap<(Option<String>, String, i64), usize> = HashMap::new();
+    for group in groups.drain(..) {
+        let key = (group.person.clone(), group.query_text.clone(), group.cursor);
+        match places.get(&key) {
+            Some(&place) => {
+                let elder = &mut merged[place];
+                elder.members.extend(group.members);
+                elder.reported.absorb(group.reported);
+            }
+            None => {
+                places.insert(key, merged.len());
+                merged.push(group);
+            }
+        }
+    }
+    *groups = merged;
+}
+
+/// A group's events of one batch, in change order.
+#[derive(Default)]
+pub(super) struct Batch {
+    events: Vec<Event>,
+}
+
+/// An event for the streams of a group.
+struct Event {
+    text: Bytes,
+    /// For streams opened before this change only (the `leave` of an
+    /// unfiltered stream: it was reported at this change); `None`: all.
+    opened_before: Option<i64>,
+}
+
+impl Batch {
+    /// The body part of a stream opened after change `opened_after`.
+    fn part_for(&self, opened_after: i64) -> Bytes {
+        let mut part = BytesMut::new();
+        for event in &self.events {
+            if event.opened_before.is_none_or(|at| opened_after < at) {
+                part.extend_from_slice(&event.text);
+            }
+        }
+        part.freeze()
+    }
+
+    /// A key under which streams get the same part: every stream, unless
+    /// some event is only for streams opened before it.
+    fn distinct_for(&self, opened_after: i64) -> i64 {
+        if self.events.iter().any(|event| event.opened_before.is_some()) {
+            opened_after
+        } else {
+            0
+        }
+    }
+}
+
+/// The events of `rows` (changes of database `db` in id order) for each of
+/// `groups`, in their order; each group notes what it reported.
 pub(super) async fn select(
     conn: &mut AsyncPgConnection,
     db: &str,
     rows: &[ChangeRow],
-    subscribers: &mut [Subscriber],
-) -> Result<Vec<Bytes>, ApiError> {
+    groups: &mut [Group],
+) -> Result<Vec<Batch>, ApiError> {
     let deleted_ids: Vec<String> = rows
         .iter()
         .filter(|row| row.action == "delete")
@@ -70,13 +210,15 @@ pub(super) async fn select(
             .map(|row| (row.id.clone(), row))
             .collect()
     };
+    // groups of one caller and query at different places in the log share
+    // one statement
     let mut matched: HashMap<(Option<String>, String), HashMap<String, EntityRow>> = HashMap::new();
-    for subscriber in subscribers.iter() {
-        let key = (subscriber.person.clone(), subscriber.query_text.clone());
+    for group in groups.iter() {
+        let key = (group.person.clone(), group.query_text.clone());
         if matched.contains_key(&key) {
             continue;
         }
-        let cursor = subscribers
+        let cursor = groups
             .iter()
             .filter(|other| other.person == key.0 && other.query_text == key.1)
             .map(|other| other.cursor)
@@ -93,105 +235,73 @@ pub(super) async fn select(
             Vec::new()
         } else {
             let limit = ids.len() as i64;
-            matching(
-                conn,
-                db,
-                subscriber.person.as_deref(),
-                &subscriber.query,
-                Some(&ids),
-                limit,
-            )
-            .await?
+            matching(conn, db, group.person.as_deref(), &group.query, Some(&ids), limit).await?
         };
         matched.insert(key, found.into_iter().map(|row| (row.id.clone(), row)).collect());
     }
-    // a change's event for a match is the same for every stream of a
-    // (caller, query): written once (or found unreadable once), shared; so
-    // is the part of streams of one (caller, query, cursor) that got only
-    // such events
-    let mut written: HashMap<(Option<String>, String), HashMap<i64, Option<Bytes>>> = HashMap::new();
-    let mut parts: HashMap<(Option<String>, String, i64), Bytes> = HashMap::new();
-    Ok(subscribers
+    Ok(groups
         .iter_mut()
-        .map(|subscriber| {
-            let key = (subscriber.person.clone(), subscriber.query_text.clone());
-            let matching = &matched[&key];
-            let shared = written.entry(key.clone()).or_default();
-            let cursor = subscriber.cursor;
-            let mut events = Vec::new();
-            let mut own = false;
-            for row in rows.iter().filter(|row| row.id > cursor) {
-                if let Some(event) = event_for(subscriber, row, matching, &deleted, shared) {
-                    own |= matches!(event, Event::Own(_));
-                    events.push(event);
-                }
-            }
-            if own {
-                return joined(&events);
-            }
-            parts
-                .entry((key.0, key.1, cursor))
-                .or_insert_with(|| joined(&events))
-                .clone()
+        .map(|group| {
+            let matching = &matched[&(group.person.clone(), group.query_text.clone())];
+            events_of(group, rows, matching, &deleted)
         })
         .collect())
 }
 
-/// An event for one stream.
-enum Event {
-    /// The same for every stream of its (caller, query).
-    Shared(Bytes),
-    /// This stream's own (a `leave`, a deletion).
-    Own(Bytes),
-}
-
-/// `events` as one part of a stream's body.
-fn joined(events: &[Event]) -> Bytes {
-    let mut part = BytesMut::new();
-    for Event::Shared(event) | Event::Own(event) in events {
-        part.extend_from_slice(event);
-    }
-    part.freeze()
-}
-
-/// The event `subscriber` gets for `row`, if any.
-fn event_for(
-    subscriber: &mut Subscriber,
-    row: &ChangeRow,
+/// The events `group` gets for `rows`.
+fn events_of(
+    group: &mut Group,
+    rows: &[ChangeRow],
     matching: &HashMap<String, EntityRow>,
     deleted: &HashMap<String, EntityRow>,
-    shared: &mut HashMap<i64, Option<Bytes>>,
-) -> Option<Event> {
-    let person = subscriber.person.as_deref();
-    if row.action == "delete" {
-        let entity = deleted.get(&row.entity_id)?;
-        let was_reported = subscriber.reported.forget(&row.entity_id);
-        let level = entity.visibility().view_level(person)?;
-        if subscriber.filtered() && !was_reported && !subscriber.reported.overflowed() {
-            return None;
+) -> Batch {
+    let filtered = group.filtered();
+    let person = group.person.as_deref();
+    let mut events = Vec::new();
+    for row in rows.iter().filter(|row| row.id > group.cursor) {
+        let to_all = |text| Event {
+            text,
+            opened_before: None,
+        };
+        if row.action == "delete" {
+            let Some(entity) = deleted.get(&row.entity_id) else {
+                continue;
+            };
+            let was_reported = group.reported.forget(&row.entity_id).is_some();
+            let Some(level) = entity.visibility().view_level(person) else {
+                continue;
+            };
+            if filtered && !was_reported && !group.reported.overflowed() {
+                continue;
+            }
+            let names = readable(entity, level, row, &group.query);
+            events.push(to_all(change_event(row, &row.action, names)));
+            continue;
         }
-        let names = readable(entity, level, row, &subscriber.query);
-        return Some(Event::Own(change_event(row, &row.action, names)));
-    }
-    match matching.get(&row.entity_id) {
-        // rights that followed a parent's changed no value: news only to
-        // those who no longer see the entity
-        Some(_) if follows_rights(row) => None,
-        Some(entity) => {
-            let event = shared
-                .entry(row.id)
-                .or_insert_with(|| {
-                    let level = entity.visibility().view_level(person)?;
-                    let names = readable(entity, level, row, &subscriber.query);
-                    Some(change_event(row, &row.action, names))
-                })
-                .clone()?;
-            subscriber.reported.remember(&row.entity_id);
-            Some(Event::Shared(event))
+        match matching.get(&row.entity_id) {
+            // rights that followed a parent's changed no value: news only to
+            // those who no longer see the entity
+            Some(_) if follows_rights(row) => {}
+            Some(entity) => {
+                let Some(level) = entity.visibility().view_level(person) else {
+                    continue;
+                };
+                let names = readable(entity, level, row, &group.query);
+                events.push(to_all(change_event(row, &row.action, names)));
+                group.reported.remember(&row.entity_id, row.id);
+            }
+            None => {
+                if let Some(reported_at) = group.reported.forget(&row.entity_id) {
+                    events.push(Event {
+                        text: change_event(row, "leave", Vec::new()),
+                        // a filtered stream knew every match as it opened
+                        opened_before: (!filtered).then_some(reported_at),
+                    });
+                }
+            }
         }
-        None if subscriber.reported.forget(&row.entity_id) => Some(Event::Own(change_event(row, "leave", Vec::new()))),
-        None => None,
     }
+    Batch { events }
 }
 
 /// Whether `row` logs only that the entity's rights followed its parent's:
