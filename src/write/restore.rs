@@ -71,6 +71,9 @@ pub(super) async fn restore(
             _ => "Restoring an entity needs _editor",
         }));
     }
+    // an undeleted webhook (or an entity made one again) counts against the
+    // database's bound, checked as the write ends
+    cache.new_webhooks |= credential_types && (deleted || again.iter().any(|row| row.prop == "_type"));
     for row in &again {
         check_written_again(conn, cache, db, actor, row).await?;
     }

@@ -204,3 +204,23 @@ async fn deliveries_are_read_by_the_webhook_owners_only() {
         json!({"deliveries": [], "count": 0})
     );
 }
+
+#[tokio::test]
+async fn undeleting_a_webhook_counts_against_max_per_database() {
+    let app = app(&[("webhooks.max_per_database", "1".to_owned())]).await;
+    let token = app.owner_token().await;
+    let (first, _) = webhook(&app, &token, "http://127.0.0.1:9/hook", &["delete"], None).await;
+    let (status, body) = app.delete(&format!("/api/demo/entity/{first}"), &token).await;
+    assert_eq!(status, 200, "{body}");
+    webhook(&app, &token, "http://127.0.0.1:9/other", &["delete"], None).await;
+
+    let restore = format!("/api/demo/entity/{first}/restore");
+    let (status, body) = app.call("POST", &restore, Some(&token), None).await;
+    assert_eq!((status, &body["error"]), (403, &json!("forbidden")), "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("at most 1 webhooks"),
+        "{body}"
+    );
+    let (_, listed) = app.get("/api/demo/entity?_type.string=webhook", &token).await;
+    assert_eq!(listed["count"], 1, "the undelete wrote nothing");
+}
