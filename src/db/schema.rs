@@ -163,6 +163,7 @@ diesel::table! {
         attempts -> Int4,
         since -> Timestamptz,
         next_at -> Timestamptz,
+        message_id -> Text,
     }
 }
 

@@ -114,6 +114,9 @@ pub async fn secret(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryRe
 pub struct Claimed {
     #[diesel(sql_type = BigInt)]
     pub id: i64,
+    /// `Webhook-Id`: the same on every attempt, wherever the database moves.
+    #[diesel(sql_type = Text)]
+    pub message_id: String,
     #[diesel(sql_type = Text)]
     pub db: String,
     #[diesel(sql_type = Text)]
@@ -148,7 +151,7 @@ pub async fn claim(conn: &mut AsyncPgConnection, limit: i64, lease_seconds: f64)
                 ORDER BY d.next_at LIMIT $1
                 FOR UPDATE OF d SKIP LOCKED)
             AND w.db = o.db AND w.id = o.webhook_id
-        RETURNING o.id, o.db, o.webhook_id, o.entity_id, o.event, o.at, o.attempts, o.since, w.url",
+        RETURNING o.id, o.message_id, o.db, o.webhook_id, o.entity_id, o.event, o.at, o.attempts, o.since, w.url",
     )
     .bind::<BigInt, _>(limit)
     .bind::<Double, _>(lease_seconds)

@@ -109,7 +109,7 @@ async fn deliver(pool: &Pool, settings: &WebhookSettings, event: Claimed) -> Res
     if !readable {
         return Ok(());
     }
-    let message_id = format!("msg_{}", event.id);
+    let message_id = &event.message_id;
     let body = json!({
         "id": message_id,
         "db": event.db,
@@ -122,7 +122,7 @@ async fn deliver(pool: &Pool, settings: &WebhookSettings, event: Claimed) -> Res
     let outcome = match (
         secret
             .as_deref()
-            .and_then(|s| post::sign(s, &message_id, now.timestamp(), body)),
+            .and_then(|s| post::sign(s, message_id, now.timestamp(), body)),
         &event.url,
     ) {
         (Some(signed), Some(url)) => {
@@ -157,7 +157,7 @@ async fn deliver(pool: &Pool, settings: &WebhookSettings, event: Claimed) -> Res
     let attempt = NewAttempt {
         db: &event.db,
         webhook_id: &event.webhook_id,
-        message_id: &message_id,
+        message_id,
         event: &event.event,
         attempt: event.attempts,
         at: now,

@@ -402,7 +402,7 @@ async fn a_database_moved_under_a_load_of_writes_keeps_every_acknowledged_write_
 }
 
 #[tokio::test]
-async fn an_event_waiting_in_the_outbox_is_delivered_from_the_new_cluster_after_a_move() {
+async fn an_event_waiting_in_the_outbox_is_delivered_from_the_new_cluster_after_a_move_with_its_message_id() {
     let app = TestApp::start_with(
         support::Storage::Local,
         &[
@@ -423,6 +423,9 @@ async fn an_event_waiting_in_the_outbox_is_delivered_from_the_new_cluster_after_
         .await;
     receiver.wait_for(1, Duration::from_secs(20)).await;
 
+    // the new cluster's outbox has numbered other databases' events
+    let other_events = "SELECT setval(pg_get_serial_sequence('webhook_outbox', 'id'), 1000 + length($1))";
+    scalar(&second, other_events, "demo").await;
     eds(&app.database_url, &dir, &[], &["db", "move", "demo", &second]).await;
     assert_eq!(
         scalar(&second, "SELECT count(*) FROM webhook_outbox WHERE db = $1", "demo").await,
@@ -442,6 +445,11 @@ async fn an_event_waiting_in_the_outbox_is_delivered_from_the_new_cluster_after_
         delivered.json()
     );
     assert!(delivered.signed_with(&secret));
+    assert_eq!(
+        delivered.json()["id"],
+        received[0].json()["id"],
+        "a retry after the move is the same message to its receiver"
+    );
     for _ in 0..100 {
         if scalar(&second, "SELECT count(*) FROM webhook_outbox WHERE db = $1", "demo").await == 0 {
             let (status, listed) = app.get(&format!("/api/demo/entity/{hook}/deliveries"), &token).await;

@@ -1,0 +1,1 @@
+ALTER TABLE webhook_outbox DROP COLUMN message_id;
