@@ -10,7 +10,6 @@ use diesel::sql_types::{BigInt, Double, Integer, Nullable, Text, Timestamptz};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::schema::{entities, property_values, webhook_attempts, webhook_outbox, webhooks};
-use crate::db::values::EntityRow;
 
 /// The name of the seeded type whose entities are webhooks.
 pub const WEBHOOK_TYPE: &str = "webhook";
@@ -82,31 +81,22 @@ pub async fn name_of(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryR
         .flatten())
 }
 
-/// Entity `id`'s row, deleted or not: a deletion's event goes to those who
-/// could read the entity before.
-pub async fn entity_row(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryResult<Option<EntityRow>> {
-    entities::table
-        .filter(entities::db.eq(db))
-        .filter(entities::id.eq(id))
-        .select(EntityRow::as_select())
-        .first(conn)
-        .await
-        .optional()
-}
-
-/// Webhook `id`'s signing secret, if it has one.
-pub async fn secret(conn: &mut AsyncPgConnection, db: &str, id: &str) -> QueryResult<Option<String>> {
-    Ok(property_values::table
+/// The signing secrets of webhooks `ids` of database `db` that have one.
+pub async fn secrets(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<(String, String)>> {
+    let found: Vec<(String, Option<String>)> = property_values::table
         .filter(property_values::db.eq(db))
-        .filter(property_values::entity_id.eq(id))
+        .filter(property_values::entity_id.eq_any(ids))
         .filter(property_values::prop.eq(SECRET_PROPERTY))
         .filter(property_values::deleted_at.is_null())
-        .order(property_values::created_at.desc())
-        .select(property_values::secret)
-        .first::<Option<String>>(conn)
-        .await
-        .optional()?
-        .flatten())
+        .distinct_on(property_values::entity_id)
+        .order((property_values::entity_id, property_values::created_at.desc()))
+        .select((property_values::entity_id, property_values::secret))
+        .load(conn)
+        .await?;
+    Ok(found
+        .into_iter()
+        .filter_map(|(id, secret)| Some((id, secret?)))
+        .collect())
 }
 
 /// An event taken for one delivery attempt.
@@ -159,9 +149,9 @@ pub async fn claim(conn: &mut AsyncPgConnection, limit: i64, lease_seconds: f64)
     .await
 }
 
-/// An event not to be sent (its webhook's owners may not read the entity): dropped.
-pub async fn drop_event(conn: &mut AsyncPgConnection, id: i64) -> QueryResult<()> {
-    diesel::delete(webhook_outbox::table.filter(webhook_outbox::id.eq(id)))
+/// Events not to be sent (their webhook's owners may not read the entity): dropped.
+pub async fn drop_events(conn: &mut AsyncPgConnection, ids: &[i64]) -> QueryResult<()> {
+    diesel::delete(webhook_outbox::table.filter(webhook_outbox::id.eq_any(ids)))
         .execute(conn)
         .await
         .map(drop)
@@ -193,46 +183,52 @@ pub enum AfterAttempt {
     Park,
 }
 
-/// Records an attempt of event `outbox_id` and what follows it, together.
-pub async fn record(
-    conn: &mut AsyncPgConnection,
-    outbox_id: i64,
-    attempt: NewAttempt<'_>,
-    after: AfterAttempt,
-) -> QueryResult<()> {
+/// Records the attempts of a batch of events (outbox id, the attempt, what
+/// follows it), together: one transaction, whose commit is the batch's
+/// only flush.
+pub async fn record(conn: &mut AsyncPgConnection, attempts: &[(i64, NewAttempt<'_>, AfterAttempt)]) -> QueryResult<()> {
     use diesel_async::AsyncConnection;
     use diesel_async::scoped_futures::ScopedFutureExt;
+    let rows: Vec<&NewAttempt<'_>> = attempts.iter().map(|(_, attempt, _)| attempt).collect();
+    let delivered: Vec<i64> = attempts
+        .iter()
+        .filter(|(_, _, after)| *after == AfterAttempt::Delivered)
+        .map(|(id, _, _)| *id)
+        .collect();
     conn.transaction(|conn| {
         async move {
             diesel::insert_into(webhook_attempts::table)
-                .values(&attempt)
+                .values(rows)
                 .execute(conn)
                 .await?;
-            let event = webhook_outbox::table.filter(webhook_outbox::id.eq(outbox_id));
-            match after {
-                AfterAttempt::Delivered => {
-                    diesel::delete(event).execute(conn).await?;
-                }
-                AfterAttempt::RetryAt(at) => {
-                    diesel::update(event)
-                        .set(webhook_outbox::next_at.eq(at))
+            diesel::delete(webhook_outbox::table.filter(webhook_outbox::id.eq_any(&delivered)))
+                .execute(conn)
+                .await?;
+            for (outbox_id, attempt, after) in attempts {
+                let event = webhook_outbox::table.filter(webhook_outbox::id.eq(outbox_id));
+                match after {
+                    AfterAttempt::Delivered => {}
+                    AfterAttempt::RetryAt(at) => {
+                        diesel::update(event)
+                            .set(webhook_outbox::next_at.eq(at))
+                            .execute(conn)
+                            .await?;
+                    }
+                    AfterAttempt::Park => {
+                        // its events wait, untried, until a write resumes it
+                        diesel::update(event)
+                            .set(webhook_outbox::next_at.eq(attempt.at))
+                            .execute(conn)
+                            .await?;
+                        diesel::update(
+                            webhooks::table
+                                .filter(webhooks::db.eq(attempt.db))
+                                .filter(webhooks::id.eq(attempt.webhook_id)),
+                        )
+                        .set(webhooks::parked_at.eq(attempt.at))
                         .execute(conn)
                         .await?;
-                }
-                AfterAttempt::Park => {
-                    // its events wait, untried, until a write resumes it
-                    diesel::update(event)
-                        .set(webhook_outbox::next_at.eq(attempt.at))
-                        .execute(conn)
-                        .await?;
-                    diesel::update(
-                        webhooks::table
-                            .filter(webhooks::db.eq(attempt.db))
-                            .filter(webhooks::id.eq(attempt.webhook_id)),
-                    )
-                    .set(webhooks::parked_at.eq(attempt.at))
-                    .execute(conn)
-                    .await?;
+                    }
                 }
             }
             Ok(())

@@ -7,14 +7,19 @@
 
 pub mod post;
 
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use diesel::QueryResult;
+use diesel_async::AsyncPgConnection;
 use rand::Rng;
 use serde_json::json;
 
 use crate::config::WebhookSettings;
 use crate::db::Pool;
+use crate::db::changes;
+use crate::db::values::EntityRow;
 use crate::db::webhooks::{self as outbox, AfterAttempt, Claimed, NewAttempt};
 use crate::net::targets::is_internal;
 use crate::rights::can_read;
@@ -58,57 +63,111 @@ pub async fn run(pool: Pool, settings: WebhookSettings) {
 }
 
 /// Takes a batch of due events and sends them; answers how many were taken.
+/// The batch costs a few statements whatever its size: one to look up the
+/// rights and secrets it needs, one transaction to record its attempts.
 pub async fn deliver_due(pool: &Pool, settings: &WebhookSettings) -> Result<usize, String> {
     let timeout = Duration::from_millis(settings.timeout_ms);
     // a worker that dies mid-delivery leaves its events to others once this lease ends
     let lease = timeout.as_secs_f64() + 30.0;
-    let claimed = {
+    let failed = |e: diesel::result::Error| e.to_string();
+    let (taken, sendable) = {
         let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-        outbox::claim(&mut conn, BATCH, lease)
-            .await
-            .map_err(|e| e.to_string())?
+        let claimed = outbox::claim(&mut conn, BATCH, lease).await.map_err(failed)?;
+        let taken = claimed.len();
+        (taken, sendable(&mut conn, claimed).await.map_err(failed)?)
     };
-    let taken = claimed.len();
-    let sends = claimed.into_iter().map(|event| deliver(pool, settings, event));
-    for result in futures_util::future::join_all(sends).await {
-        result?;
+    if sendable.is_empty() {
+        return Ok(taken);
     }
+    let sends = sendable
+        .into_iter()
+        .map(|(event, secret)| attempt(settings, event, secret));
+    let attempted = futures_util::future::join_all(sends).await;
+    let records: Vec<_> = attempted.iter().map(Attempted::record).collect();
+    let mut conn = pool.get().await.map_err(|e| e.to_string())?;
+    outbox::record(&mut conn, &records).await.map_err(failed)?;
     Ok(taken)
 }
 
-/// Sends one event, or drops it when an owner of its webhook may not read
-/// its entity, and records the attempt.
-async fn deliver(pool: &Pool, settings: &WebhookSettings, event: Claimed) -> Result<(), String> {
-    let failed = |e: diesel::result::Error| e.to_string();
-    let (readable, secret) = {
-        let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-        let webhook = outbox::entity_row(&mut conn, &event.db, &event.webhook_id)
-            .await
-            .map_err(failed)?;
-        let entity = outbox::entity_row(&mut conn, &event.db, &event.entity_id)
-            .await
-            .map_err(failed)?;
-        let readable = match (webhook, entity) {
-            (Some(webhook), Some(entity)) => {
-                !webhook.owners.is_empty()
-                    && webhook
-                        .owners
-                        .iter()
-                        .all(|owner| can_read(entity.sharing(), &entity.lists(), Some(owner)))
-            }
-            _ => false,
-        };
-        let secret = outbox::secret(&mut conn, &event.db, &event.webhook_id)
-            .await
-            .map_err(failed)?;
-        if !readable {
-            outbox::drop_event(&mut conn, event.id).await.map_err(failed)?;
+/// The events of `claimed` that every owner of their webhook may read, each
+/// with its webhook's secret; the others are dropped from the outbox.
+async fn sendable(conn: &mut AsyncPgConnection, claimed: Vec<Claimed>) -> QueryResult<Vec<(Claimed, Option<String>)>> {
+    let mut rows: HashMap<(String, String), EntityRow> = HashMap::new();
+    let mut secrets: HashMap<(String, String), String> = HashMap::new();
+    let dbs: HashSet<&str> = claimed.iter().map(|event| event.db.as_str()).collect();
+    for db in dbs {
+        let of_db = || claimed.iter().filter(move |event| event.db == db);
+        let webhooks: Vec<String> = of_db().map(|event| event.webhook_id.clone()).collect();
+        let ids: Vec<String> = of_db()
+            .map(|event| event.entity_id.clone())
+            .chain(webhooks.iter().cloned())
+            .collect();
+        for row in changes::entities_any(conn, db, &ids).await? {
+            rows.insert((db.to_owned(), row.id.clone()), row);
         }
-        (readable, secret)
-    };
-    if !readable {
-        return Ok(());
+        for (webhook, secret) in outbox::secrets(conn, db, &webhooks).await? {
+            secrets.insert((db.to_owned(), webhook), secret);
+        }
     }
+    let row = |event: &Claimed, id: &str| rows.get(&(event.db.clone(), id.to_owned()));
+    let (sendable, unreadable): (Vec<Claimed>, Vec<Claimed>) =
+        claimed.into_iter().partition(
+            |event| match (row(event, &event.webhook_id), row(event, &event.entity_id)) {
+                (Some(webhook), Some(entity)) => {
+                    !webhook.owners.is_empty()
+                        && webhook
+                            .owners
+                            .iter()
+                            .all(|owner| can_read(entity.sharing(), &entity.lists(), Some(owner)))
+                }
+                _ => false,
+            },
+        );
+    if !unreadable.is_empty() {
+        let ids: Vec<i64> = unreadable.iter().map(|event| event.id).collect();
+        outbox::drop_events(conn, &ids).await?;
+    }
+    Ok(sendable
+        .into_iter()
+        .map(|event| {
+            let secret = secrets.remove(&(event.db.clone(), event.webhook_id.clone()));
+            (event, secret)
+        })
+        .collect())
+}
+
+/// One event's attempt: when, how it went, what follows.
+struct Attempted {
+    event: Claimed,
+    at: DateTime<Utc>,
+    outcome: post::Outcome,
+    after: AfterAttempt,
+}
+
+impl Attempted {
+    /// The attempt as recorded, with its event's outbox id and what follows.
+    fn record(&self) -> (i64, NewAttempt<'_>, AfterAttempt) {
+        let mut error = self.outcome.error.clone();
+        if self.after == AfterAttempt::Park {
+            error = error.map(|e| format!("{e}; failing for the whole retry period, the webhook is parked"));
+        }
+        let attempt = NewAttempt {
+            db: &self.event.db,
+            webhook_id: &self.event.webhook_id,
+            message_id: &self.event.message_id,
+            event: &self.event.event,
+            attempt: self.event.attempts,
+            at: self.at,
+            status: self.outcome.status.map(i32::from),
+            duration_ms: i32::try_from(self.outcome.duration.as_millis()).unwrap_or(i32::MAX),
+            error,
+        };
+        (self.event.id, attempt, self.after)
+    }
+}
+
+/// Sends one event, signed with its webhook's `secret`.
+async fn attempt(settings: &WebhookSettings, event: Claimed, secret: Option<String>) -> Attempted {
     let message_id = &event.message_id;
     let body = json!({
         "id": message_id,
@@ -150,25 +209,12 @@ async fn deliver(pool: &Pool, settings: &WebhookSettings, event: Claimed) -> Res
     } else {
         next_step(settings, &event, now)
     };
-    let mut error = outcome.error.clone();
-    if after == AfterAttempt::Park {
-        error = error.map(|e| format!("{e}; failing for the whole retry period, the webhook is parked"));
-    }
-    let attempt = NewAttempt {
-        db: &event.db,
-        webhook_id: &event.webhook_id,
-        message_id,
-        event: &event.event,
-        attempt: event.attempts,
+    Attempted {
+        event,
         at: now,
-        status: outcome.status.map(i32::from),
-        duration_ms: i32::try_from(outcome.duration.as_millis()).unwrap_or(i32::MAX),
-        error,
-    };
-    let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-    outbox::record(&mut conn, event.id, attempt, after)
-        .await
-        .map_err(failed)
+        outcome,
+        after,
+    }
 }
 
 /// After a failed attempt: the next one after a doubling, jittered delay
