@@ -192,7 +192,12 @@ async fn main() {
             .send()
             .await
             .unwrap();
-        assert!(deleted.status().is_success());
+        let status = deleted.status();
+        assert!(
+            status.is_success(),
+            "{status}: {}",
+            deleted.text().await.unwrap_or_default()
+        );
     }
 
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -3,6 +3,9 @@
 //! connection pinned to the checked addresses; no proxy, no redirect
 //! followed, the whole exchange within the time limit.
 
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -11,6 +14,14 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use crate::net::targets::{TargetRefusal, resolve_checked};
+
+/// Targets whose clients are kept at most; past it they start afresh.
+const MAX_CLIENTS: usize = 256;
+
+/// The clients kept per target: its host and the addresses it resolved to
+/// and passed the target rules with. A host that resolves elsewhere later
+/// gets a client of its own, pinned to its new addresses.
+static CLIENTS: LazyLock<Mutex<HashMap<(String, Vec<SocketAddr>), reqwest::Client>>> = LazyLock::new(Mutex::default);
 
 /// What the signature's key is written as: `whsec_` and base64 of 32 bytes.
 pub const SECRET_PREFIX: &str = "whsec_";
@@ -98,16 +109,7 @@ async fn exchange(url: &str, signed: &Signed, allow_private: bool) -> Result<u16
             TargetRefusal::Unresolved => fail("its host does not resolve"),
             TargetRefusal::Refused(_) => fail("its host is a private or local address"),
         })?;
-    let mut client = reqwest::Client::builder()
-        .use_rustls_tls()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .user_agent(concat!("eds/", env!("CARGO_PKG_VERSION")));
-    if let url::Host::Domain(name) = host {
-        // the connection goes to the addresses checked, not to a second lookup's
-        client = client.resolve_to_addrs(name, &addresses);
-    }
-    let client = client.build().map_err(|_| fail("it could not be reached"))?;
+    let client = client_for(&host, addresses).map_err(|_| fail("it could not be reached"))?;
     let response = client
         .post(url)
         .header("content-type", "application/json")
@@ -129,6 +131,33 @@ async fn exchange(url: &str, signed: &Signed, allow_private: bool) -> Result<u16
     } else {
         Err((Some(status.as_u16()), format!("it answered {}", status.as_u16())))
     }
+}
+
+/// The client for `host` pinned to `addresses` (as just resolved and
+/// checked), kept for the next delivery there: a client built per delivery
+/// set up TLS and a new connection each time.
+fn client_for(host: &url::Host<&str>, mut addresses: Vec<SocketAddr>) -> reqwest::Result<reqwest::Client> {
+    addresses.sort_unstable();
+    let key = (host.to_string(), addresses);
+    let mut clients = CLIENTS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(client) = clients.get(&key) {
+        return Ok(client.clone());
+    }
+    let mut builder = reqwest::Client::builder()
+        .use_rustls_tls()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .user_agent(concat!("eds/", env!("CARGO_PKG_VERSION")));
+    if let url::Host::Domain(name) = host {
+        // the connection goes to the addresses checked, not to a second lookup's
+        builder = builder.resolve_to_addrs(name, &key.1);
+    }
+    let client = builder.build()?;
+    if clients.len() >= MAX_CLIENTS {
+        clients.clear();
+    }
+    clients.insert(key, client.clone());
+    Ok(client)
 }
 
 #[cfg(test)]
