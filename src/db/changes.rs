@@ -117,6 +117,18 @@ pub async fn sweep(conn: &mut AsyncPgConnection, before: DateTime<Utc>) -> Query
         .await
 }
 
+/// Live entities `ids`, whoever may read them: the rights are the caller's
+/// to apply.
+pub async fn live_entities(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<EntityRow>> {
+    entities::table
+        .filter(entities::db.eq(db))
+        .filter(entities::id.eq_any(ids))
+        .filter(entities::deleted_at.is_null())
+        .select(EntityRow::as_select())
+        .load(conn)
+        .await
+}
+
 /// Entities `ids`, deleted or not: a deletion keeps the row with its rights
 /// and views, which tell whom a deletion's event may reach.
 pub async fn entities_any(conn: &mut AsyncPgConnection, db: &str, ids: &[String]) -> QueryResult<Vec<EntityRow>> {

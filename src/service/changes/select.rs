@@ -1,9 +1,11 @@
 //! Which of a batch of changes each subscriber is told of, and how.
 //!
 //! A change is tested against the entity as it is when the batch is read
-//! (for a change just committed: as the change left it), with the list
-//! query's own SQL, rights included, in one statement per distinct (caller,
-//! query) among the streams. A deletion is tested against the entity as it
+//! (for a change just committed: as the change left it): for a filtered
+//! stream with the list query's own SQL, rights included, in one statement
+//! per distinct (caller, query) among the streams; for the others, which
+//! match every entity their caller may read, the batch's live entities are
+//! read once and each caller's rights applied to them here. A deletion is tested against the entity as it
 //! was deleted (its row keeps its rights and views). The streams of one
 //! caller and query at one place in the log form a group, whose events are
 //! worked out once. A group keeps the entities it has reported as matching
@@ -210,10 +212,22 @@ pub(super) async fn select(
             .map(|row| (row.id.clone(), row))
             .collect()
     };
-    // groups of one caller and query at different places in the log share
-    // one statement
+    // an unfiltered group's matches are the live entities its caller may
+    // read: one statement for every such group, the rights applied here
+    let unfiltered_ids = unfiltered_from(groups).map_or_else(Vec::new, |cursor| changed_after(rows, cursor));
+    let live: HashMap<String, EntityRow> = if unfiltered_ids.is_empty() {
+        HashMap::new()
+    } else {
+        changes::live_entities(conn, db, &unfiltered_ids)
+            .await?
+            .into_iter()
+            .map(|row| (row.id.clone(), row))
+            .collect()
+    };
+    // filtered groups of one caller and query at different places in the
+    // log share one statement
     let mut matched: HashMap<(Option<String>, String), HashMap<String, EntityRow>> = HashMap::new();
-    for group in groups.iter() {
+    for group in groups.iter().filter(|group| group.filtered()) {
         let key = (group.person.clone(), group.query_text.clone());
         if matched.contains_key(&key) {
             continue;
@@ -224,13 +238,7 @@ pub(super) async fn select(
             .map(|other| other.cursor)
             .min()
             .unwrap_or_default();
-        let mut ids: Vec<String> = rows
-            .iter()
-            .filter(|row| row.id > cursor && row.action != "delete")
-            .map(|row| row.entity_id.clone())
-            .collect();
-        ids.sort();
-        ids.dedup();
+        let ids = changed_after(rows, cursor);
         let found = if ids.is_empty() {
             Vec::new()
         } else {
@@ -242,17 +250,47 @@ pub(super) async fn select(
     Ok(groups
         .iter_mut()
         .map(|group| {
-            let matching = &matched[&(group.person.clone(), group.query_text.clone())];
-            events_of(group, rows, matching, &deleted)
+            if group.filtered() {
+                let matching = &matched[&(group.person.clone(), group.query_text.clone())];
+                events_of(group, rows, |id| matching.get(id), &deleted)
+            } else {
+                let person = group.person.clone();
+                let readable = |id: &str| {
+                    live.get(id)
+                        .filter(|row| row.visibility().view_level(person.as_deref()).is_some())
+                };
+                events_of(group, rows, readable, &deleted)
+            }
         })
         .collect())
 }
 
+/// The place in the log of the furthest-behind unfiltered group, if any.
+fn unfiltered_from(groups: &[Group]) -> Option<i64> {
+    groups
+        .iter()
+        .filter(|group| !group.filtered())
+        .map(|group| group.cursor)
+        .min()
+}
+
+/// The entities changed (not deleted) by `rows` after change `cursor`.
+fn changed_after(rows: &[ChangeRow], cursor: i64) -> Vec<String> {
+    let mut ids: Vec<String> = rows
+        .iter()
+        .filter(|row| row.id > cursor && row.action != "delete")
+        .map(|row| row.entity_id.clone())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
 /// The events `group` gets for `rows`.
-fn events_of(
+fn events_of<'a>(
     group: &mut Group,
     rows: &[ChangeRow],
-    matching: &HashMap<String, EntityRow>,
+    matching: impl Fn(&str) -> Option<&'a EntityRow>,
     deleted: &HashMap<String, EntityRow>,
 ) -> Batch {
     let filtered = group.filtered();
@@ -278,7 +316,7 @@ fn events_of(
             events.push(to_all(change_event(row, &row.action, names)));
             continue;
         }
-        match matching.get(&row.entity_id) {
+        match matching(&row.entity_id) {
             // rights that followed a parent's changed no value: news only to
             // those who no longer see the entity
             Some(_) if follows_rights(row) => {}
