@@ -18,10 +18,13 @@ use crate::net::targets::{TargetRefusal, resolve_checked};
 /// Targets whose clients are kept at most; past it they start afresh.
 const MAX_CLIENTS: usize = 256;
 
-/// The clients kept per target: its host and the addresses it resolved to
-/// and passed the target rules with. A host that resolves elsewhere later
-/// gets a client of its own, pinned to its new addresses.
-static CLIENTS: LazyLock<Mutex<HashMap<(String, Vec<SocketAddr>), reqwest::Client>>> = LazyLock::new(Mutex::default);
+/// A webhook target: its host and the addresses it resolved to and passed
+/// the target rules with. A host that resolves elsewhere later is another
+/// target, with a client pinned to its new addresses.
+type Target = (String, Vec<SocketAddr>);
+
+/// The clients kept per target.
+static CLIENTS: LazyLock<Mutex<HashMap<Target, reqwest::Client>>> = LazyLock::new(Mutex::default);
 
 /// What the signature's key is written as: `whsec_` and base64 of 32 bytes.
 pub const SECRET_PREFIX: &str = "whsec_";
