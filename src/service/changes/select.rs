@@ -203,26 +203,18 @@ pub(super) async fn select(
         .filter(|row| row.action == "delete")
         .map(|row| row.entity_id.clone())
         .collect();
-    let deleted: HashMap<String, EntityRow> = if deleted_ids.is_empty() {
+    let deleted = if deleted_ids.is_empty() {
         HashMap::new()
     } else {
-        changes::entities_any(conn, db, &deleted_ids)
-            .await?
-            .into_iter()
-            .map(|row| (row.id.clone(), row))
-            .collect()
+        by_id(changes::entities_any(conn, db, &deleted_ids).await?)
     };
     // an unfiltered group's matches are the live entities its caller may
     // read: one statement for every such group, the rights applied here
     let unfiltered_ids = unfiltered_from(groups).map_or_else(Vec::new, |cursor| changed_after(rows, cursor));
-    let live: HashMap<String, EntityRow> = if unfiltered_ids.is_empty() {
+    let live = if unfiltered_ids.is_empty() {
         HashMap::new()
     } else {
-        changes::live_entities(conn, db, &unfiltered_ids)
-            .await?
-            .into_iter()
-            .map(|row| (row.id.clone(), row))
-            .collect()
+        by_id(changes::live_entities(conn, db, &unfiltered_ids).await?)
     };
     // filtered groups of one caller and query at different places in the
     // log share one statement
@@ -245,7 +237,7 @@ pub(super) async fn select(
             let limit = ids.len() as i64;
             matching(conn, db, group.person.as_deref(), &group.query, Some(&ids), limit).await?
         };
-        matched.insert(key, found.into_iter().map(|row| (row.id.clone(), row)).collect());
+        matched.insert(key, by_id(found));
     }
     Ok(groups
         .iter_mut()
@@ -263,6 +255,10 @@ pub(super) async fn select(
             }
         })
         .collect())
+}
+
+fn by_id(rows: Vec<EntityRow>) -> HashMap<String, EntityRow> {
+    rows.into_iter().map(|row| (row.id.clone(), row)).collect()
 }
 
 /// The place in the log of the furthest-behind unfiltered group, if any.
