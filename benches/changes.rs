@@ -7,8 +7,10 @@
 //! stream: p50, p99, max), and the server's resident memory per stream.
 //!
 //! `make bench BENCH=changes` (`EDS_BENCH_STREAMS` sets the number of
-//! streams, 1,000 by default; `EDS_BENCH_SECONDS` the writing time of each
-//! part, 10; `EDS_BENCH_WRITERS` the concurrent writing clients, 16;
+//! streams, 1,000 by default; `EDS_BENCH_CALLERS` the persons they are
+//! spread over, 1 (more: the books are shared with the whole database);
+//! `EDS_BENCH_SECONDS` the writing time of each part, 10;
+//! `EDS_BENCH_WRITERS` the concurrent writing clients, 16;
 //! `EDS_BENCH_WEBHOOKS` the webhooks, 10).
 
 #[path = "../tests/api/webhooks/receiver.rs"]
@@ -84,6 +86,9 @@ struct Target {
     url: String,
     token: String,
     book: String,
+    /// Books are shared with every person of the database (streams of
+    /// several callers read them).
+    shared: bool,
 }
 
 /// `writers` clients creating books one after another for `seconds`;
@@ -98,7 +103,10 @@ async fn create_for(target: &Arc<Target>, writers: usize, seconds: u64, part: &s
             tokio::spawn(async move {
                 let mut round = 0;
                 while Instant::now() < deadline {
-                    let body = json!([{"type": "_type", "reference": target.book}, {"type": "name", "string": format!("{part}{client}-{round}")}]);
+                    let mut body = json!([{"type": "_type", "reference": target.book}, {"type": "name", "string": format!("{part}{client}-{round}")}]);
+                    if target.shared {
+                        body.as_array_mut().unwrap().push(json!({"type": "_sharing", "string": "domain"}));
+                    }
                     let url = format!("{}/api/demo/entity", target.url);
                     let created = processes::call_json(&target.http, &url, &target.token, Some(&body)).await;
                     let answered = Instant::now();
@@ -125,6 +133,7 @@ async fn main() {
     let streams = env_number("EDS_BENCH_STREAMS", 1000) as usize;
     let seconds = env_number("EDS_BENCH_SECONDS", 10);
     let writers = env_number("EDS_BENCH_WRITERS", 16) as usize;
+    let callers = env_number("EDS_BENCH_CALLERS", 1).max(1) as usize;
     let webhooks = env_number("EDS_BENCH_WEBHOOKS", 10) as usize;
     let database_url = support::fresh_database();
     let data_dir = support::tempdir::Dir::new();
@@ -153,6 +162,7 @@ async fn main() {
         url: url.clone(),
         token: token.clone(),
         book: book["_id"].as_str().unwrap().to_owned(),
+        shared: callers > 1,
     });
     println!("{writers} writing clients, {seconds} s a part, on {} cores", num_cpus());
 
@@ -200,14 +210,19 @@ async fn main() {
         );
     }
 
+    let readers = if callers > 1 {
+        readers(&http, &url, &token, callers).await
+    } else {
+        vec![token.clone()]
+    };
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss_before = rss_mb(pid);
     let mut arrivals = Vec::new();
     let opened = Instant::now();
-    for _ in 0..streams {
+    for stream in 0..streams {
         let response = http
             .get(format!("{url}/api/demo/changes"))
-            .bearer_auth(&token)
+            .bearer_auth(&readers[stream % readers.len()])
             .send()
             .await
             .unwrap();
@@ -216,7 +231,11 @@ async fn main() {
         tokio::spawn(read_stream(response, seen.clone()));
         arrivals.push(seen);
     }
-    println!("{streams} streams opened in {:.1} s", opened.elapsed().as_secs_f64());
+    println!(
+        "{streams} streams of {} callers opened in {:.1} s",
+        readers.len(),
+        opened.elapsed().as_secs_f64()
+    );
     tokio::time::sleep(Duration::from_secs(2)).await;
     let rss_open = rss_mb(pid);
 
@@ -259,6 +278,26 @@ async fn main() {
         (rss_open - rss_before) * 1024.0 / streams as f64
     );
     drop(server);
+}
+
+/// The tokens of `count` new persons of the database, each with a key.
+async fn readers(http: &reqwest::Client, url: &str, token: &str, count: usize) -> Vec<String> {
+    let person_type = format!("{url}/api/demo/entity?_type.string=entity&name.string=person");
+    let person_type = processes::call_json(http, &person_type, token, None).await["entities"][0]["_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut tokens = Vec::with_capacity(count);
+    for reader in 0..count {
+        let person = json!([{"type": "_type", "reference": person_type}, {"type": "name", "string": format!("reader {reader}")}]);
+        let person = processes::call_json(http, &format!("{url}/api/demo/entity"), token, Some(&person)).await;
+        let key = json!({"type": "service_api_key", "string": "generate"});
+        let added = format!("{url}/api/demo/entity/{}", person["_id"].as_str().unwrap());
+        let added = processes::call_json(http, &added, token, Some(&key)).await;
+        let key = added["properties"][0]["string"].as_str().unwrap();
+        tokens.push(processes::login(http, url, key).await);
+    }
+    tokens
 }
 
 fn num_cpus() -> usize {
