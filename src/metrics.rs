@@ -258,6 +258,11 @@ fn queued(gauge: IntGauge) -> Queued {
     Queued(gauge)
 }
 
+/// Writes waiting in this process's writer mailboxes now.
+pub fn writes_waiting() -> i64 {
+    METRICS.writer_mailbox.get()
+}
+
 /// A write entering a writer actor's mailbox.
 pub fn writer_queued() -> Queued {
     queued(METRICS.writer_mailbox.clone())

@@ -26,6 +26,11 @@ use crate::rights::can_read;
 
 /// Events one worker sends at once.
 const BATCH: i64 = 16;
+/// The longest a worker gives way to waiting writes between two batches:
+/// deliveries go on, at least a batch this often, under any write load.
+const GIVE_WAY: Duration = Duration::from_millis(200);
+/// How often a worker giving way looks whether writes still wait.
+const GIVE_WAY_STEP: Duration = Duration::from_millis(5);
 /// The longest wait between two retries.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(3600);
 
@@ -53,12 +58,22 @@ pub async fn run(pool: Pool, settings: WebhookSettings) {
     loop {
         match deliver_due(&pool, &settings).await {
             Ok(0) => tokio::time::sleep(poll).await,
-            Ok(_) => {}
+            Ok(_) => give_way(GIVE_WAY, || crate::metrics::writes_waiting() > 0).await,
             Err(error) => {
                 tracing::warn!(%error, "delivering webhooks failed; retrying");
                 tokio::time::sleep(poll).await;
             }
         }
+    }
+}
+
+/// Waits while `writes_wait` (writes queued for this process's writers), at
+/// most `bound`: deliveries share the cores with the writes they report,
+/// and catch up when writes ease rather than slow them down.
+async fn give_way(bound: Duration, writes_wait: impl Fn() -> bool) {
+    let until = tokio::time::Instant::now() + bound;
+    while writes_wait() && tokio::time::Instant::now() < until {
+        tokio::time::sleep(GIVE_WAY_STEP).await;
     }
 }
 
@@ -236,6 +251,23 @@ fn next_step(settings: &WebhookSettings, event: &Claimed, now: DateTime<Utc>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn deliveries_give_way_to_waiting_writes_for_a_bounded_time() {
+        let started = tokio::time::Instant::now();
+        give_way(GIVE_WAY, || false).await;
+        assert_eq!(started.elapsed(), Duration::ZERO, "no write waits: at once");
+        give_way(GIVE_WAY, || true).await;
+        assert_eq!(started.elapsed(), GIVE_WAY, "writes wait throughout: the bound");
+        let waiting = std::cell::Cell::new(3);
+        let started = tokio::time::Instant::now();
+        give_way(GIVE_WAY, || {
+            waiting.set(waiting.get() - 1);
+            waiting.get() >= 0
+        })
+        .await;
+        assert_eq!(started.elapsed(), GIVE_WAY_STEP * 3, "until the writes are taken up");
+    }
 
     #[test]
     fn a_url_is_http_or_https_with_a_host() {
