@@ -186,7 +186,7 @@ async fn main() {
     let hooked_rate = rate(&hooked, took);
     let expected = hooked.lock().unwrap().len() * webhooks;
     let draining = Instant::now();
-    while receiver.count() < expected && draining.elapsed() < Duration::from_secs(120) {
+    while receiver.count() < expected && draining.elapsed() < Duration::from_secs(300) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     println!(

@@ -32,6 +32,7 @@ use crate::db::values::EntityRow;
 use crate::error::ApiError;
 use crate::query::ListQuery;
 use crate::query::sql::matching;
+use crate::rights::{ViewLevel, Visibility};
 
 /// A stream as it opens, before its database's reader takes it in.
 pub(super) struct Subscriber {
@@ -242,16 +243,13 @@ pub(super) async fn select(
     Ok(groups
         .iter_mut()
         .map(|group| {
+            let person = group.person.clone();
+            let person = person.as_deref();
             if group.filtered() {
                 let matching = &matched[&(group.person.clone(), group.query_text.clone())];
-                events_of(group, rows, |id| matching.get(id), &deleted)
+                events_of(group, rows, |id| seen_by(matching.get(id)?, person), &deleted)
             } else {
-                let person = group.person.clone();
-                let readable = |id: &str| {
-                    live.get(id)
-                        .filter(|row| row.visibility().view_level(person.as_deref()).is_some())
-                };
-                events_of(group, rows, readable, &deleted)
+                events_of(group, rows, |id| seen_by(live.get(id)?, person), &deleted)
             }
         })
         .collect())
@@ -282,11 +280,19 @@ fn changed_after(rows: &[ChangeRow], cursor: i64) -> Vec<String> {
     ids
 }
 
-/// The events `group` gets for `rows`.
+/// How `person` sees `entity`, if they may read it.
+fn seen_by<'a>(entity: &'a EntityRow, person: Option<&str>) -> Option<(Visibility<'a>, ViewLevel)> {
+    let visibility = entity.visibility();
+    let level = visibility.view_level(person)?;
+    Some((visibility, level))
+}
+
+/// The events `group` gets for `rows`; `matching` tells how its caller sees
+/// each entity the group's query matches.
 fn events_of<'a>(
     group: &mut Group,
     rows: &[ChangeRow],
-    matching: impl Fn(&str) -> Option<&'a EntityRow>,
+    matching: impl Fn(&str) -> Option<(Visibility<'a>, ViewLevel)>,
     deleted: &HashMap<String, EntityRow>,
 ) -> Batch {
     let filtered = group.filtered();
@@ -302,13 +308,13 @@ fn events_of<'a>(
                 continue;
             };
             let was_reported = group.reported.forget(&row.entity_id).is_some();
-            let Some(level) = entity.visibility().view_level(person) else {
+            let Some((visibility, level)) = seen_by(entity, person) else {
                 continue;
             };
             if filtered && !was_reported && !group.reported.overflowed() {
                 continue;
             }
-            let names = readable(entity, level, row, &group.query);
+            let names = readable(&visibility, level, row, &group.query);
             events.push(to_all(change_event(row, &row.action, names)));
             continue;
         }
@@ -316,11 +322,8 @@ fn events_of<'a>(
             // rights that followed a parent's changed no value: news only to
             // those who no longer see the entity
             Some(_) if follows_rights(row) => {}
-            Some(entity) => {
-                let Some(level) = entity.visibility().view_level(person) else {
-                    continue;
-                };
-                let names = readable(entity, level, row, &group.query);
+            Some((visibility, level)) => {
+                let names = readable(&visibility, level, row, &group.query);
                 events.push(to_all(change_event(row, &row.action, names)));
                 group.reported.remember(&row.entity_id, row.id);
             }
@@ -344,10 +347,9 @@ fn follows_rights(row: &ChangeRow) -> bool {
     row.action == "update" && row.properties.is_empty()
 }
 
-/// The properties of `row` that the caller's view of `entity` shows (and
-/// that the query's `props` names, when it names some).
-fn readable(entity: &EntityRow, level: crate::rights::ViewLevel, row: &ChangeRow, query: &ListQuery) -> Vec<String> {
-    let visibility = entity.visibility();
+/// The properties of `row` that the caller's view (`visibility` at `level`)
+/// shows, and that the query's `props` names when it names some.
+fn readable(visibility: &Visibility<'_>, level: ViewLevel, row: &ChangeRow, query: &ListQuery) -> Vec<String> {
     row.properties
         .iter()
         .filter(|prop| visibility.shows(level, prop))
