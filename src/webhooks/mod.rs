@@ -78,8 +78,9 @@ async fn give_way(bound: Duration, writes_wait: impl Fn() -> bool) {
 }
 
 /// Takes a batch of due events and sends them; answers how many were taken.
-/// The batch costs a few statements whatever its size: one to look up the
-/// rights and secrets it needs, one transaction to record its attempts.
+/// The batch costs a few statements whatever its size: the claim, two per
+/// database to look up the rights and secrets it needs, and one transaction
+/// to record its attempts.
 pub async fn deliver_due(pool: &Pool, settings: &WebhookSettings) -> Result<usize, String> {
     let timeout = Duration::from_millis(settings.timeout_ms);
     // a worker that dies mid-delivery leaves its events to others once this lease ends
