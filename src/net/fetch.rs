@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::targets::{TargetRefusal, resolve_checked};
+use super::targets::{TargetRefusal, pinned_client, resolve_checked};
 
 /// Why a fetch failed, in words safe to show (no address is named: the
 /// answer must not map a network for whoever asks).
@@ -85,15 +85,7 @@ impl Fetcher {
             "http" if plain_http_allowed => {}
             _ => return Err(FetchFailure::Scheme),
         }
-        let mut client = reqwest::Client::builder()
-            .use_rustls_tls()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .user_agent(concat!("eds/", env!("CARGO_PKG_VERSION")));
-        if let url::Host::Domain(name) = host {
-            // the connection goes to the addresses checked, not to a second lookup's
-            client = client.resolve_to_addrs(name, &addresses);
-        }
+        let mut client = pinned_client(&host, &addresses);
         for root in &self.extra_roots {
             client = client.add_root_certificate(root.clone());
         }

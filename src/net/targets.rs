@@ -74,6 +74,21 @@ pub async fn resolve_checked(
     }
 }
 
+/// A client builder for an outside target whose host resolved to
+/// `addresses` (checked by [`resolve_checked`]): the connection goes to
+/// those addresses, not to a second lookup's; no proxy, no redirect followed.
+pub fn pinned_client(host: &url::Host<&str>, addresses: &[SocketAddr]) -> reqwest::ClientBuilder {
+    let builder = reqwest::Client::builder()
+        .use_rustls_tls()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .user_agent(concat!("eds/", env!("CARGO_PKG_VERSION")));
+    match host {
+        url::Host::Domain(name) => builder.resolve_to_addrs(name, addresses),
+        _ => builder,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

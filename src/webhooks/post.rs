@@ -13,7 +13,7 @@ use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::net::targets::{TargetRefusal, resolve_checked};
+use crate::net::targets::{TargetRefusal, pinned_client, resolve_checked};
 
 /// Targets whose clients are kept at most; past it they start afresh.
 const MAX_CLIENTS: usize = 256;
@@ -146,16 +146,7 @@ fn client_for(host: &url::Host<&str>, mut addresses: Vec<SocketAddr>) -> reqwest
     if let Some(client) = clients.get(&key) {
         return Ok(client.clone());
     }
-    let mut builder = reqwest::Client::builder()
-        .use_rustls_tls()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .user_agent(concat!("eds/", env!("CARGO_PKG_VERSION")));
-    if let url::Host::Domain(name) = host {
-        // the connection goes to the addresses checked, not to a second lookup's
-        builder = builder.resolve_to_addrs(name, &key.1);
-    }
-    let client = builder.build()?;
+    let client = pinned_client(host, &key.1).build()?;
     if clients.len() >= MAX_CLIENTS {
         clients.clear();
     }
