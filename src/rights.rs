@@ -113,10 +113,25 @@ pub enum ViewLevel {
 /// What a caller (a person of the entity's database, or anonymous) sees of an
 /// entity: public ones everyone, domain ones every person, all of it viewers.
 pub fn view_level(sharing: Sharing, lists: &RightsLists, person: Option<&str>) -> Option<ViewLevel> {
+    view_level_in(
+        sharing,
+        person,
+        |person| lists.noaccess.contains(person),
+        |person| lists.viewers.contains(person),
+    )
+}
+
+/// [`view_level`] over lists in any form, asked whether they hold a person.
+pub fn view_level_in(
+    sharing: Sharing,
+    person: Option<&str>,
+    in_noaccess: impl Fn(&str) -> bool,
+    in_viewers: impl Fn(&str) -> bool,
+) -> Option<ViewLevel> {
     match person {
         None => (sharing == Sharing::Public).then_some(ViewLevel::Public),
-        Some(person) if lists.noaccess.contains(person) => None,
-        Some(person) if lists.viewers.contains(person) => Some(ViewLevel::Full),
+        Some(person) if in_noaccess(person) => None,
+        Some(person) if in_viewers(person) => Some(ViewLevel::Full),
         Some(_) => (sharing >= Sharing::Domain).then_some(ViewLevel::Domain),
     }
 }
@@ -128,6 +143,18 @@ pub fn can_read(sharing: Sharing, lists: &RightsLists, person: Option<&str>) -> 
 
 /// System properties every view of an entity shows.
 pub const ALWAYS_SHOWN: [&str; 3] = ["_type", "_parent", "_sharing"];
+
+/// Whether property `prop` (or `_id`) shows in the given view of an entity
+/// whose public and domain views show these properties.
+pub fn shows_in_view(level: ViewLevel, prop: &str, public_props: &[String], domain_props: &[String]) -> bool {
+    let shown_with =
+        |listed: &[String]| prop == "_id" || ALWAYS_SHOWN.contains(&prop) || listed.iter().any(|p| p == prop);
+    match level {
+        ViewLevel::Full => true,
+        ViewLevel::Domain => shown_with(domain_props),
+        ViewLevel::Public => shown_with(public_props),
+    }
+}
 
 /// What decides who sees an entity and which of its properties: the one
 /// rule behind every read on a caller's behalf (entities, values, history,
@@ -152,13 +179,7 @@ impl Visibility<'_> {
 
     /// Whether property `prop` (or `_id`) shows in the given view of the entity.
     pub fn shows(&self, level: ViewLevel, prop: &str) -> bool {
-        let shown_with =
-            |listed: &[String]| prop == "_id" || ALWAYS_SHOWN.contains(&prop) || listed.iter().any(|p| p == prop);
-        match level {
-            ViewLevel::Full => true,
-            ViewLevel::Domain => shown_with(self.domain_props),
-            ViewLevel::Public => shown_with(self.public_props),
-        }
+        shows_in_view(level, prop, self.public_props, self.domain_props)
     }
 
     /// Whether `person` sees property `prop` of the entity.

@@ -6,7 +6,7 @@ use diesel::{QueryResult, QueryableByName};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::prepared::Prepared;
-use crate::db::values::EntityRow;
+use crate::db::values::{EntityRow, RawDoc};
 use crate::rights::{RightsLists, Sharing, Visibility};
 
 /// The columns of an entity that decide who sees it and which of its
@@ -81,7 +81,7 @@ struct EntityOrTarget {
     #[diesel(sql_type = Nullable<Text>)]
     type_name: Option<String>,
     #[diesel(embed)]
-    row: EntityRow,
+    row: EntityRow<RawDoc>,
 }
 
 /// Live entity `id`, and the live entities its references point at as
@@ -90,7 +90,7 @@ pub async fn entity_with_targets(
     conn: &mut AsyncPgConnection,
     db: &str,
     id: &str,
-) -> QueryResult<Option<(EntityRow, Vec<Target>)>> {
+) -> QueryResult<Option<(EntityRow<RawDoc>, Vec<Target>)>> {
     // The references' ids go to the index as one array, as `targets` sends
     // them: a set-returning function in `IN` would be planned for 1,000 ids.
     let query = diesel::sql_query(
@@ -125,7 +125,7 @@ pub async fn entity_with_targets(
 
 /// The target read as an entity row of which only the columns of
 /// [`AccessColumns`] and the name were filled, with its type's name.
-pub fn target_of(row: EntityRow, type_name: Option<String>) -> Target {
+pub fn target_of<Doc>(row: EntityRow<Doc>, type_name: Option<String>) -> Target {
     Target {
         id: row.id,
         name: row.name,

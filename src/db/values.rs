@@ -1,7 +1,10 @@
 //! Rows of `entities` and `property_values` and the small queries on them.
 
 use chrono::{DateTime, Utc};
+use diesel::deserialize::{self, FromSql};
+use diesel::pg::{Pg, PgValue};
 use diesel::prelude::*;
+use diesel::sql_types::Jsonb;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use crate::db::prepared::Prepared;
@@ -10,12 +13,14 @@ use crate::db::schema::{entities, property_values};
 pub use crate::db::value_rows::{ValueRecord, insert_values, insert_values_of_new_entities, login_value};
 use crate::model::json::number_json;
 use crate::model::stored::ValueRow;
-use crate::rights::{RightsLists, Sharing, Visibility};
+use crate::rights::{self, RightsLists, Sharing, ViewLevel, Visibility};
 
-/// The parts of an entity's row that reads and rights checks need.
+/// The parts of an entity's row that reads and rights checks need; its
+/// document a JSON tree, or the text PostgreSQL sent ([`RawDoc`]) where a
+/// read only passes it on.
 #[derive(Debug, Clone, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = entities)]
-pub struct EntityRow {
+pub struct EntityRow<Doc = serde_json::Value> {
     pub id: String,
     pub type_id: Option<String>,
     pub parent_ids: Vec<String>,
@@ -26,12 +31,28 @@ pub struct EntityRow {
     pub expanders: Vec<String>,
     pub viewers: Vec<String>,
     pub noaccess: Vec<String>,
-    pub doc: serde_json::Value,
+    pub doc: Doc,
     pub public_props: Vec<String>,
     pub domain_props: Vec<String>,
 }
 
-impl EntityRow {
+/// An entity's document as the JSON text PostgreSQL sends for `jsonb`: a
+/// page of entities is answered from it without building a tree of each
+/// (`view::shown`).
+#[derive(Debug, Clone)]
+pub struct RawDoc(pub String);
+
+impl FromSql<Jsonb, Pg> for RawDoc {
+    fn from_sql(value: PgValue<'_>) -> deserialize::Result<Self> {
+        // jsonb's binary form: a version byte, then the text
+        match value.as_bytes() {
+            [1, text @ ..] => Ok(RawDoc(std::str::from_utf8(text)?.to_owned())),
+            _ => Err("unsupported jsonb encoding version".into()),
+        }
+    }
+}
+
+impl<Doc> EntityRow<Doc> {
     pub fn sharing(&self) -> Sharing {
         Sharing::parse(&self.sharing).unwrap_or(Sharing::Private)
     }
@@ -46,6 +67,18 @@ impl EntityRow {
             viewers: set(&self.viewers),
             noaccess: set(&self.noaccess),
         }
+    }
+
+    /// How much of the entity `person` sees ([`rights::view_level`]),
+    /// decided on the row's own lists.
+    pub fn view_level(&self, person: Option<&str>) -> Option<ViewLevel> {
+        let listed = |list: &[String], person: &str| list.iter().any(|p| p == person);
+        rights::view_level_in(
+            self.sharing(),
+            person,
+            |person| listed(&self.noaccess, person),
+            |person| listed(&self.viewers, person),
+        )
     }
 
     /// Who sees the entity, and which of its properties.

@@ -87,10 +87,10 @@ pub fn entity_field() -> Field {
             null_on_error(&ctx, async {
                 let exec = ctx.data::<Exec>()?;
                 let id = ctx.args.try_get("_id")?.string()?;
-                let doc = entities::read(&exec.service, &exec.caller, &exec.db, id)
+                let read = entities::read(&exec.service, &exec.caller, &exec.db, id)
                     .await
-                    .map_err(api_error)?
-                    .entity;
+                    .map_err(api_error)?;
+                let doc: Json = serde_json::from_str(read.entity.get())?;
                 let docs = [doc];
                 let referenced = referenced_entities(exec, &ctx, &docs).await?;
                 let [doc] = docs;

@@ -175,6 +175,14 @@ pub struct ListQuery {
 }
 
 impl ListQuery {
+    /// Whether an answer's documents list property `prop`: `_id` and the
+    /// `props` asked for, or all.
+    pub fn lists(&self, prop: &str) -> bool {
+        self.props
+            .as_ref()
+            .is_none_or(|props| prop == "_id" || props.iter().any(|p| p == prop))
+    }
+
     /// Whether the query may have to read every entity of the database:
     /// full-text words, `regex`, `ne` and `exists=false` filters test rows
     /// found otherwise (no index finds their matches), and a group or a sort

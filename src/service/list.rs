@@ -10,16 +10,16 @@ use futures_util::StreamExt;
 use futures_util::stream::LocalBoxStream;
 use serde_json::Value as Json;
 
-use crate::db::values::EntityRow;
+use crate::db::values::{EntityRow, RawDoc};
 use crate::db::{Pool, generation};
 use crate::error::{ApiError, ErrorCode};
 use crate::query::ListQuery;
 use crate::query::cache::AnswerKey;
 use crate::query::sql::{self, ListResult};
-use crate::service::bodies::entities::EntityList;
+use crate::service::bodies::entities::{EntityList, LIST_START, list_end};
 use crate::service::replicas::Route;
 use crate::service::{Caller, Service};
-use crate::view::{self};
+use crate::view::{self, TargetNames, shown};
 
 /// The JSON body of a list answer: read whole, or a stream of its parts.
 pub enum ListAnswer {
@@ -145,8 +145,8 @@ pub async fn documents(
 /// `None` when the caller does not see it.
 fn listed_doc(entity: EntityRow, person: Option<&str>, query: &ListQuery) -> Option<Json> {
     let mut doc = view::visible_doc(entity, person)?;
-    if let (Some(props), Some(object)) = (&query.props, doc.as_object_mut()) {
-        object.retain(|key, _| key == "_id" || props.iter().any(|p| p == key));
+    if let Some(object) = doc.as_object_mut() {
+        object.retain(|prop, _| query.lists(prop));
     }
     Some(doc)
 }
@@ -158,22 +158,12 @@ async fn list_answer(
     person: Option<&str>,
     query: &ListQuery,
 ) -> Result<Bytes, ApiError> {
-    let visible = |entity: EntityRow| listed_doc(entity, person, query);
-    let answer = match sql::run(conn, db, person, query).await? {
+    let body = match sql::run(conn, db, person, query).await? {
         ListResult::Page {
             entities,
             count,
             targets,
-        } => {
-            let mut docs: Vec<Json> = entities.into_iter().filter_map(visible).collect();
-            view::name_references(&mut docs, targets, person);
-            EntityList {
-                entities: docs,
-                count: count.try_into().unwrap_or_default(),
-                limit: query.limit,
-                skip: query.skip,
-            }
-        }
+        } => page_body(&entities, count, &TargetNames::new(targets, person), person, query)?,
         ListResult::Groups { groups } => {
             // Rows carry only the `props` values of the group's first entity:
             // first entities are read a chunk at a time and only those kept.
@@ -183,7 +173,10 @@ async fn list_answer(
                 let mut entities = sql::entities_by_id(conn, db, &firsts).await?;
                 let mut chunk_rows = Vec::with_capacity(chunk.len());
                 for (first, size) in chunk {
-                    let Some(mut doc) = entities.remove(first).and_then(visible) else {
+                    let Some(mut doc) = entities
+                        .remove(first)
+                        .and_then(|entity| listed_doc(entity, person, query))
+                    else {
                         continue;
                     };
                     if let Some(object) = doc.as_object_mut() {
@@ -198,15 +191,43 @@ async fn list_answer(
                 view::resolve_references(conn, db, person, &mut chunk_rows).await?;
                 rows.append(&mut chunk_rows);
             }
-            EntityList {
+            let list = EntityList {
                 count: rows.len() as u64,
                 entities: rows,
                 limit: query.limit,
                 skip: query.skip,
-            }
+            };
+            serde_json::to_vec(&list).expect("JSON values serialize")
         }
     };
-    Ok(Bytes::from(serde_json::to_vec(&answer).expect("JSON values serialize")))
+    Ok(Bytes::from(body))
+}
+
+/// A page's answer: its entities as the caller sees them, each written from
+/// its document's text (`view::shown`), and the count of all matches.
+fn page_body(
+    entities: &[EntityRow<RawDoc>],
+    count: i64,
+    names: &TargetNames,
+    person: Option<&str>,
+    query: &ListQuery,
+) -> Result<Vec<u8>, ApiError> {
+    let mut body = LIST_START.to_vec();
+    let mut written = 0;
+    for entity in entities {
+        let Some(level) = entity.view_level(person) else {
+            continue;
+        };
+        if written > 0 {
+            body.push(b',');
+        }
+        shown::write(entity, level, |prop| query.lists(prop), names, &mut body)
+            .map_err(|error| ApiError::internal("stored entity document", error))?;
+        written += 1;
+    }
+    let count: u64 = count.try_into().unwrap_or_default();
+    body.extend_from_slice(list_end(count, query.limit, query.skip).as_bytes());
+    Ok(body)
 }
 
 /// A page longer than a chunk, answered as it is read: each chunk takes a
@@ -241,7 +262,7 @@ async fn streamed_list(
         written: 0,
         finished: false,
     };
-    let mut first = b"{\"entities\":[".to_vec();
+    let mut first = LIST_START.to_vec();
     first.extend_from_slice(&page.next_part().await?.unwrap_or_default());
     let rest = futures_util::stream::unfold(page, |mut page| async move {
         match page.next_part().await {
@@ -298,8 +319,7 @@ impl StreamedPage {
             }
             None => {
                 let count = self.chunks.count(&mut conn).await?;
-                let (limit, skip) = (self.query.limit, self.query.skip);
-                part.extend_from_slice(format!("],\"count\":{count},\"limit\":{limit},\"skip\":{skip}}}").as_bytes());
+                part.extend_from_slice(list_end(count, self.query.limit, self.query.skip).as_bytes());
                 self.finished = true;
             }
         }

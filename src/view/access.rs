@@ -4,6 +4,7 @@
 
 use diesel_async::AsyncPgConnection;
 use serde_json::Value as Json;
+use serde_json::value::RawValue;
 
 use crate::db::references::entity_with_targets;
 use crate::db::values::{self, EntityRow};
@@ -34,23 +35,27 @@ pub async fn entity_doc(
 }
 
 /// [`entity_doc`] with its references named as `person` may see their
-/// targets (`super::resolve_references`), read in one statement.
+/// targets (`super::resolve_references`), read in one statement and
+/// written as JSON text (`super::shown`).
 pub async fn entity_read(
     conn: &mut AsyncPgConnection,
     db: &str,
     id: &str,
     person: Option<&str>,
-) -> Result<Json, ApiError> {
+) -> Result<Box<RawValue>, ApiError> {
     if !is_valid_id(id) {
         return Err(ApiError::entity_not_found());
     }
     let (entity, targets) = entity_with_targets(conn, db, id)
         .await?
         .ok_or_else(ApiError::entity_not_found)?;
-    let mut docs = [super::visible_doc(entity, person).ok_or_else(ApiError::entity_not_found)?];
-    super::name_references(&mut docs, targets, person);
-    let [doc] = docs;
-    Ok(doc)
+    let level = entity.view_level(person).ok_or_else(ApiError::entity_not_found)?;
+    let names = super::TargetNames::new(targets, person);
+    let mut doc = Vec::with_capacity(entity.doc.0.len() + 256);
+    let unreadable = |error: serde_json::Error| ApiError::internal("stored entity document", error);
+    super::shown::write(&entity, level, |_| true, &names, &mut doc).map_err(unreadable)?;
+    let doc = String::from_utf8(doc).map_err(|error| ApiError::internal("stored entity document", error))?;
+    RawValue::from_string(doc).map_err(unreadable)
 }
 
 /// How much of a live entity `person` sees; 404 when nothing.

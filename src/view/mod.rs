@@ -10,21 +10,21 @@ use diesel_async::AsyncPgConnection;
 use serde_json::Value as Json;
 
 use crate::db::values::{self, EntityRow, Target};
-use crate::rights::ViewLevel;
+use crate::rights::{self, ViewLevel};
 
 pub mod access;
 pub mod history;
+pub mod shown;
 
 /// The entity document as `person`'s view (`None`: anonymous) shows it;
 /// `None` when they see nothing of it.
 pub fn visible_doc(mut entity: EntityRow, person: Option<&str>) -> Option<Json> {
+    let level = entity.view_level(person)?;
     let mut doc = std::mem::take(&mut entity.doc);
-    let visibility = entity.visibility();
-    let level = visibility.view_level(person)?;
     if level != ViewLevel::Full
         && let Some(object) = doc.as_object_mut()
     {
-        object.retain(|prop, _| visibility.shows(level, prop));
+        object.retain(|prop, _| rights::shows_in_view(level, prop, &entity.public_props, &entity.domain_props));
     }
     Some(doc)
 }
@@ -62,41 +62,73 @@ pub async fn resolve_references(
 /// [`resolve_references`] with the targets already read: `found` holds the
 /// live ones among (at least) those the documents reference.
 pub fn name_references(docs: &mut [Json], found: Vec<Target>, person: Option<&str>) {
-    // what each target shows the caller, judged once however often it is referenced
-    let found: HashMap<String, (Target, bool, bool)> = found
-        .into_iter()
-        .map(|target| {
-            let visibility = target.access.visibility();
-            let (shows_name, shows_type) = (
-                visibility.shows_to(person, "name"),
-                visibility.view_level(person).is_some(),
-            );
-            (target.id.clone(), (target, shows_name, shows_type))
-        })
-        .collect();
+    let names = TargetNames::new(found, person);
     for doc in docs.iter_mut() {
         let Some(properties) = doc.as_object_mut() else {
             continue;
         };
         for (prop, list) in properties.iter_mut() {
-            let Some(items) = list.as_array_mut() else { continue };
-            for item in items {
-                let Some(value) = item.as_object_mut() else { continue };
-                let Some(target) = value.get("reference").and_then(Json::as_str) else {
-                    continue;
-                };
-                if let Some((target, shows_name, shows_type)) = found.get(target) {
-                    let is_type = prop == "_type";
-                    if let Some(name) = target.name.as_deref().filter(|_| is_type || *shows_name) {
-                        value.insert("string".into(), Json::String(name.to_owned()));
-                    }
-                    if let Some(type_name) = target.type_name.as_deref().filter(|_| is_type || *shows_type) {
-                        value.insert("entity_type".into(), Json::String(type_name.to_owned()));
-                    }
-                }
-                value.insert("property_type".into(), Json::String(prop.clone()));
+            names.name(prop, list);
+        }
+    }
+}
+
+/// What each referenced target shows a caller, judged once however often
+/// it is referenced.
+pub struct TargetNames {
+    /// Each target with whether its name and its type show.
+    found: HashMap<String, (Target, bool, bool)>,
+}
+
+impl TargetNames {
+    /// The targets in `found` as `person` sees them.
+    pub fn new(found: Vec<Target>, person: Option<&str>) -> TargetNames {
+        let found = found
+            .into_iter()
+            .map(|target| {
+                let visibility = target.access.visibility();
+                let (shows_name, shows_type) = (
+                    visibility.shows_to(person, "name"),
+                    visibility.view_level(person).is_some(),
+                );
+                (target.id.clone(), (target, shows_name, shows_type))
+            })
+            .collect();
+        TargetNames { found }
+    }
+
+    /// Names the reference values of property `prop`'s list of values.
+    pub fn name(&self, prop: &str, list: &mut Json) {
+        let Some(items) = list.as_array_mut() else { return };
+        for item in items {
+            let Some(value) = item.as_object_mut() else { continue };
+            let Some(target) = value.get("reference").and_then(Json::as_str) else {
+                continue;
+            };
+            for (field, text) in self.fields(prop, target).into_iter().flatten() {
+                value.insert(field.into(), Json::String(text.to_owned()));
             }
         }
+    }
+
+    /// The fields, in order, that a value of property `prop` referencing
+    /// `target` gains (each replacing a field of the same name): the
+    /// target's name and its type's name where the caller sees them, and
+    /// the property's name.
+    pub fn fields<'a>(&'a self, prop: &'a str, target: &str) -> [Option<(&'static str, &'a str)>; 3] {
+        let mut fields = [None, None, Some(("property_type", prop))];
+        if let Some((target, shows_name, shows_type)) = self.found.get(target) {
+            let is_type = prop == "_type";
+            fields[0] = target
+                .name
+                .as_deref()
+                .filter(|_| is_type || *shows_name)
+                .map(|name| ("string", name));
+            fields[1] = (target.type_name.as_deref())
+                .filter(|_| is_type || *shows_type)
+                .map(|type_name| ("entity_type", type_name));
+        }
+        fields
     }
 }
 

@@ -38,7 +38,7 @@ use tallies::WholeCount;
 
 use super::{ListQuery, SortTarget};
 use crate::db::references::Target;
-use crate::db::values::{self, EntityRow};
+use crate::db::values::{self, EntityRow, RawDoc};
 use crate::error::ApiError;
 
 #[derive(QueryableByName)]
@@ -52,7 +52,7 @@ struct CountRow {
 #[derive(QueryableByName)]
 struct PageRow {
     #[diesel(embed)]
-    entity: EntityRow,
+    entity: EntityRow<RawDoc>,
     #[diesel(sql_type = Nullable<BigInt>)]
     matches: Option<i64>,
 }
@@ -66,7 +66,7 @@ pub enum ListResult {
     /// One page of matching entities, the number of all matches, and the
     /// live entities the page's documents reference.
     Page {
-        entities: Vec<EntityRow>,
+        entities: Vec<EntityRow<RawDoc>>,
         count: i64,
         targets: Vec<Target>,
     },
@@ -105,7 +105,7 @@ pub async fn run(
         }
     };
     let counted = rows.as_slice().first().and_then(|row| row.matches);
-    let entities: Vec<EntityRow> = rows.into_iter().map(|row| row.entity).collect();
+    let entities: Vec<EntityRow<RawDoc>> = rows.into_iter().map(|row| row.entity).collect();
     let count = match counted.or_else(|| count_from_page(query, entities.len())) {
         Some(count) => count,
         None => count.into_query().get_result::<CountRow>(conn).await?.count,

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value as Json, json};
 use utoipa::ToSchema;
 
@@ -11,8 +12,8 @@ use super::values::PropertyValue;
 
 /// `GET /api/{db}/entity`. A grouped query's rows have no `_id` but `_count`,
 /// and `count` is the number of groups.
-// A page longer than a chunk is streamed in this shape, written field by
-// field (`service::list`).
+// A page is written in this shape field by field (`service::list`), from
+// [`LIST_START`] to [`list_end`].
 #[derive(Serialize, ToSchema)]
 pub struct EntityList {
     #[schema(value_type = Vec<ListRow>)]
@@ -24,11 +25,19 @@ pub struct EntityList {
     pub skip: i64,
 }
 
+/// What an [`EntityList`] written field by field starts with, its entities to follow.
+pub const LIST_START: &[u8] = b"{\"entities\":[";
+
+/// What follows the entities of an [`EntityList`] written field by field.
+pub fn list_end(count: impl std::fmt::Display, limit: i64, skip: i64) -> String {
+    format!("],\"count\":{count},\"limit\":{limit},\"skip\":{skip}}}")
+}
+
 /// `GET /api/{db}/entity/{id}`.
 #[derive(Serialize, ToSchema)]
 pub struct EntityRead {
     #[schema(value_type = Entity)]
-    pub entity: Json,
+    pub entity: Box<RawValue>,
 }
 
 /// `GET /api/{db}/entity/{id}/history`, newest first.
@@ -146,13 +155,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_list_serializes_in_the_order_a_streamed_list_is_written() {
+    fn a_list_serializes_as_a_list_written_field_by_field() {
+        let entity = r#"{"_id":"6571f3a4c2b9e8d7f6a5b4c3"}"#;
         let list = EntityList {
-            entities: vec![json!({"_id": "6571f3a4c2b9e8d7f6a5b4c3"})],
+            entities: vec![serde_json::from_str(entity).unwrap()],
             count: 3,
             limit: 1,
             skip: 2,
         };
+        let written = [LIST_START, entity.as_bytes(), list_end(3, 1, 2).as_bytes()].concat();
+        assert_eq!(serde_json::to_string(&list).unwrap().as_bytes(), written);
         assert_eq!(
             serde_json::to_string(&list).unwrap(),
             r#"{"entities":[{"_id":"6571f3a4c2b9e8d7f6a5b4c3"}],"count":3,"limit":1,"skip":2}"#
