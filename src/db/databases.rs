@@ -176,7 +176,7 @@ pub async fn create_for_login(
 /// Every table holding a database's data besides its `databases` row, each
 /// keyed by `db`, in an order deleting them one by one keeps to the foreign
 /// keys: what deleting a database removes, and what moving it copies.
-pub const DATA_TABLES: [&str; 14] = [
+pub const DATA_TABLES: [&str; 15] = [
     "change_log",
     "webhook_attempts",
     "webhook_outbox",
@@ -187,6 +187,7 @@ pub const DATA_TABLES: [&str; 14] = [
     "request_counts",
     "property_values",
     "boolean_tallies",
+    "number_tallies",
     "entities",
     "entity_tallies",
     "audiences",

@@ -45,6 +45,7 @@ mod processes;
 mod projection;
 mod providers;
 mod query;
+mod range_counts;
 mod readme;
 mod referrers;
 mod replicas;

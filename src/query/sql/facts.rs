@@ -109,7 +109,16 @@ fn named(query: &ListQuery) -> Vec<(&str, bool)> {
             SortTarget::Value { prop, .. } => Some(prop.as_str()),
             _ => None,
         })
-        .chain(query.group.iter().map(|(prop, _)| prop.as_str()));
+        .chain(query.group.iter().map(|(prop, _)| prop.as_str()))
+        // a range of a number property no entity holds twice is counted
+        // from the number tallies (`matches`)
+        .chain(
+            query
+                .filters
+                .iter()
+                .filter(|filter| filter.field == Field::Number)
+                .map(|filter| filter.prop.as_str()),
+        );
     let mut props: Vec<(&str, bool)> = Vec::new();
     for (prop, filtered) in by_string
         .map(|prop| (prop, true))

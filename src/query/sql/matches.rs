@@ -7,8 +7,10 @@
 
 use super::facts::PropertyFacts;
 use super::filters::{TypeFilter, ValueFilter, positive_filters};
-use super::statement::Sql;
-use crate::query::{Condition, Field, ListQuery, Operator, REFERENCES, SortTarget};
+use super::statement::{Bind, Sql};
+use super::tallies::{bucket_start, number_bucket};
+use super::visibility::visible_value;
+use crate::query::{Condition, Field, ListQuery, Operand, Operator, REFERENCES, SortTarget};
 
 /// A list query answered from its value rows: the filter whose values drive
 /// it (and give the sort keys), the other filters its entities must pass,
@@ -96,6 +98,89 @@ impl<'a> FromValues<'a> {
         }
     }
 
+    /// `(SELECT ...)`: the number of matches. A range of a number property
+    /// no entity holds twice adds up the tallies of the buckets it spans
+    /// whole (`number_tallies`) and counts one by one only the values of the
+    /// buckets at its ends.
+    pub(super) fn count(&self, sql: &mut Sql, db: &str, person: Option<&str>) {
+        let Some(range) = self.tallied_range() else {
+            sql.push("(SELECT count(*) FROM (");
+            self.matches(sql, db, person);
+            sql.push(") c)");
+            return;
+        };
+        sql.push("((SELECT coalesce(sum(t.count), 0) FROM number_tallies t WHERE t.db = ")
+            .bind(Bind::Text(db.to_owned()))
+            .push(" AND t.prop = ")
+            .bind(Bind::Text(self.driver.prop.to_owned()));
+        if let Some(after) = range.after {
+            sql.push(" AND t.bucket > ").bind(Bind::Integer(after));
+        }
+        if let Some(before) = range.before {
+            sql.push(" AND t.bucket < ").bind(Bind::Integer(before));
+        }
+        sql.push(" AND ");
+        visible_value(sql, "t", db, person);
+        for filter in &self.types {
+            sql.push(" AND ");
+            filter.test_each_row(sql, db, "t.type_id");
+        }
+        sql.push(")");
+        for edge in range.edges {
+            let mut conditions = self.driver.conditions.clone();
+            conditions.push(edge);
+            let values = ValueFilter {
+                conditions,
+                ..self.driver
+            };
+            sql.push(" + (SELECT count(*) FROM (");
+            values.matching_values(sql, db, person, &self.types, false);
+            sql.push(") c)");
+        }
+        sql.push(")::bigint");
+    }
+
+    /// The buckets of a range counted from the tallies: a driving filter
+    /// of lower and upper bounds on a number property no entity holds
+    /// twice, with no other filter, and a bucket between its ends.
+    fn tallied_range(&self) -> Option<TalliedRange> {
+        if !self.others.is_empty() || !self.single_valued || self.driver.field != Field::Number {
+            return None;
+        }
+        let (mut lower, mut upper) = (None, None);
+        for condition in &self.driver.conditions {
+            let Condition::Compare(operator, Operand::Number(bound)) = condition else {
+                return None;
+            };
+            let side = match operator {
+                Operator::Gt | Operator::Gte => &mut lower,
+                Operator::Lt | Operator::Lte => &mut upper,
+                _ => return None,
+            };
+            if side.is_some() || !bound.is_finite() {
+                return None;
+            }
+            *side = Some(*bound);
+        }
+        let (after, before) = (lower.map(number_bucket), upper.map(number_bucket));
+        if let (Some(after), Some(before)) = (after, before)
+            && before <= after + 1
+        {
+            return None;
+        }
+        // each end's own bucket: the matches below the next bucket's start,
+        // and those from the start of the upper bound's bucket
+        let edges = [
+            after.map(|after| Condition::Compare(Operator::Lt, Operand::Number(bucket_start(after + 1)))),
+            before.map(|before| Condition::Compare(Operator::Gte, Operand::Number(bucket_start(before)))),
+        ];
+        Some(TalliedRange {
+            after,
+            before,
+            edges: edges.into_iter().flatten().collect(),
+        })
+    }
+
     /// Whether a page sorted by `query` can be read by walking the driving
     /// filter's index in order, stopping at the page's end: the only sort
     /// key is the driver's own property, which no entity holds twice.
@@ -117,6 +202,15 @@ impl<'a> FromValues<'a> {
         });
         sql.page_window(query);
     }
+}
+
+/// A range whose whole buckets are counted from the tallies: those after
+/// bucket `after` and before bucket `before` (an open side has none), and
+/// one condition more for the values of each end's bucket.
+struct TalliedRange {
+    after: Option<i64>,
+    before: Option<i64>,
+    edges: Vec<Condition>,
 }
 
 /// Whether, for an entity with some value passing `conditions`, the value a

@@ -219,9 +219,9 @@ fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, facts: &Pr
         (Some(whole), _) => whole.statement(db, person),
         (None, Some(plan)) => {
             let mut count = statement();
-            count.push("SELECT count(*) AS count FROM (");
-            plan.matches(&mut count, db, person);
-            count.push(") m");
+            count.push("SELECT ");
+            plan.count(&mut count, db, person);
+            count.push(" AS count");
             count
         }
         (None, None) => {

@@ -20,9 +20,9 @@ pub(super) fn ordered_matches(
 ) {
     if let Some(plan) = plan.filter(|plan| plan.walks_in_order(query)) {
         // the page stops at its end; the count scans the matches on its own
-        sql.push("SELECT m.*, (SELECT count(*) FROM (");
-        plan.matches(sql, db, person);
-        sql.push(") c) AS matches FROM (");
+        sql.push("SELECT m.*, ");
+        plan.count(sql, db, person);
+        sql.push(" AS matches FROM (");
         plan.page_in_order(sql, db, person, query);
         sql.push(") m");
         return;

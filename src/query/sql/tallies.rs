@@ -1,7 +1,9 @@
 //! Counts of whole types, or of the whole database, read from the entity
 //! tallies (migration `visibility_in_value_rows`): a few rows per type, one per
 //! audience, added up over the audiences the caller may read, exact for
-//! every caller whatever their rights.
+//! every caller whatever their rights. The buckets of the number tallies
+//! (migration `number_tallies`), which count the whole of a range's span
+//! (`matches`).
 
 use std::collections::HashSet;
 
@@ -57,5 +59,85 @@ impl WholeCount {
             sql.push(" AND ");
             filter.test(sql, db, "t.type_id");
         }
+    }
+}
+
+/// The bits of a number below its bucket in `number_tallies`: 1,024
+/// buckets to each power of two.
+const BUCKET_SHIFT: u32 = 42;
+
+/// A number's bucket in `number_tallies`, from the same bits as the
+/// migration's `number_bucket`: its IEEE 754 bits made to order as numbers
+/// do (a negative number's magnitude negated), less the lowest ones.
+pub(super) fn number_bucket(number: f64) -> i64 {
+    let bits = number.to_bits() as i64;
+    let ordered = if bits >= 0 { bits } else { -(bits & i64::MAX) };
+    ordered >> BUCKET_SHIFT
+}
+
+/// The smallest number of bucket `bucket` (for the bucket after the largest
+/// numbers', infinity).
+pub(super) fn bucket_start(bucket: i64) -> f64 {
+    let ordered = bucket << BUCKET_SHIFT;
+    if ordered >= 0 {
+        f64::from_bits(ordered as u64)
+    } else {
+        -f64::from_bits(ordered.unsigned_abs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_follow_the_order_of_numbers() {
+        let numbers = [
+            f64::MIN,
+            -1e300,
+            -1000.0,
+            -990.5,
+            -990.0,
+            -1.0,
+            -f64::MIN_POSITIVE,
+            -0.0,
+            0.0,
+            f64::MIN_POSITIVE,
+            0.001,
+            1.0,
+            989.9,
+            990.0,
+            990.4,
+            990.5,
+            1000.0,
+            1e300,
+            f64::MAX,
+        ];
+        for pair in numbers.windows(2) {
+            assert!(number_bucket(pair[0]) <= number_bucket(pair[1]), "{pair:?}");
+        }
+        assert_eq!(number_bucket(-0.0), number_bucket(0.0));
+        assert_eq!(number_bucket(990.0), number_bucket(990.4));
+        assert_ne!(number_bucket(990.0), number_bucket(990.5));
+    }
+
+    #[test]
+    fn a_bucket_starts_at_its_smallest_number() {
+        for number in [-1000.0, -990.3, -1.0, -1e-300, 0.0, 1e-300, 1.0, 990.3, 1000.0, 1e300] {
+            let bucket = number_bucket(number);
+            let start = bucket_start(bucket);
+            assert!(start <= number, "{number}");
+            assert_eq!(number_bucket(start), bucket, "{number}");
+            // the number before the start is in the bucket before
+            let before = if start > 0.0 {
+                f64::from_bits(start.to_bits() - 1)
+            } else if start == 0.0 {
+                -f64::from_bits(1)
+            } else {
+                -f64::from_bits((-start).to_bits() + 1)
+            };
+            assert_eq!(number_bucket(before), bucket - 1, "{number}");
+        }
+        assert_eq!(bucket_start(number_bucket(f64::MAX) + 1), f64::INFINITY);
     }
 }
