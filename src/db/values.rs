@@ -81,6 +81,17 @@ impl<Doc> EntityRow<Doc> {
         )
     }
 
+    /// Whether the view `level` of the entity shows property `prop`
+    /// ([`Visibility::shows`]).
+    pub fn shows(&self, level: ViewLevel, prop: &str) -> bool {
+        rights::shows_in_view(level, prop, &self.public_props, &self.domain_props)
+    }
+
+    /// Whether `person`'s view of the entity shows property `prop`.
+    pub fn shows_to(&self, person: Option<&str>, prop: &str) -> bool {
+        self.view_level(person).is_some_and(|level| self.shows(level, prop))
+    }
+
     /// Who sees the entity, and which of its properties.
     pub fn visibility(&self) -> Visibility<'_> {
         Visibility {

@@ -66,10 +66,7 @@ pub async fn entity_level(
     person: Option<&str>,
 ) -> Result<ViewLevel, ApiError> {
     let entity = live_entity(conn, db, id).await?;
-    entity
-        .visibility()
-        .view_level(person)
-        .ok_or_else(ApiError::entity_not_found)
+    entity.view_level(person).ok_or_else(ApiError::entity_not_found)
 }
 
 /// A live value that `person`'s view of its entity shows; 404 otherwise.
@@ -89,7 +86,7 @@ pub async fn shown_value(
     let entity = values::live_entity(conn, db, &value.entity_id, false)
         .await?
         .ok_or_else(ApiError::property_not_found)?;
-    if entity.visibility().shows_to(person, &value.prop) {
+    if entity.shows_to(person, &value.prop) {
         Ok(value)
     } else {
         Err(ApiError::property_not_found())

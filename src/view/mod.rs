@@ -10,7 +10,7 @@ use diesel_async::AsyncPgConnection;
 use serde_json::Value as Json;
 
 use crate::db::values::{self, EntityRow, Target};
-use crate::rights::{self, ViewLevel};
+use crate::rights::ViewLevel;
 
 pub mod access;
 pub mod history;
@@ -24,7 +24,7 @@ pub fn visible_doc(mut entity: EntityRow, person: Option<&str>) -> Option<Json> 
     if level != ViewLevel::Full
         && let Some(object) = doc.as_object_mut()
     {
-        object.retain(|prop, _| rights::shows_in_view(level, prop, &entity.public_props, &entity.domain_props));
+        object.retain(|prop, _| entity.shows(level, prop));
     }
     Some(doc)
 }

@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 
 use super::TargetNames;
 use crate::db::values::{EntityRow, RawDoc};
-use crate::rights::{self, ViewLevel};
+use crate::rights::ViewLevel;
 
 /// Writes `entity`'s document to `out` as the view `level` shows it (the
 /// caller's, from [`EntityRow::view_level`]), with only the properties
@@ -31,9 +31,7 @@ pub fn write(
     out.push(b'{');
     let mut first = true;
     for (prop, values) in properties {
-        let shown =
-            level == ViewLevel::Full || rights::shows_in_view(level, &prop, &entity.public_props, &entity.domain_props);
-        if !shown || !listed(&prop) {
+        if !entity.shows(level, &prop) || !listed(&prop) {
             continue;
         }
         if !first {

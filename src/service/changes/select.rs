@@ -32,7 +32,7 @@ use crate::db::values::EntityRow;
 use crate::error::ApiError;
 use crate::query::ListQuery;
 use crate::query::sql::matching;
-use crate::rights::{ViewLevel, Visibility};
+use crate::rights::ViewLevel;
 
 /// A stream as it opens, before its database's reader takes it in.
 pub(super) struct Subscriber {
@@ -280,11 +280,10 @@ fn changed_after(rows: &[ChangeRow], cursor: i64) -> Vec<String> {
     ids
 }
 
-/// How `person` sees `entity`, if they may read it.
-fn seen_by<'a>(entity: &'a EntityRow, person: Option<&str>) -> Option<(Visibility<'a>, ViewLevel)> {
-    let visibility = entity.visibility();
-    let level = visibility.view_level(person)?;
-    Some((visibility, level))
+/// How `person` sees `entity` (the entity and their view of it), if they
+/// may read it; decided on the row's own lists.
+fn seen_by<'a>(entity: &'a EntityRow, person: Option<&str>) -> Option<(&'a EntityRow, ViewLevel)> {
+    Some((entity, entity.view_level(person)?))
 }
 
 /// The events `group` gets for `rows`; `matching` tells how its caller sees
@@ -292,7 +291,7 @@ fn seen_by<'a>(entity: &'a EntityRow, person: Option<&str>) -> Option<(Visibilit
 fn events_of<'a>(
     group: &mut Group,
     rows: &[ChangeRow],
-    matching: impl Fn(&str) -> Option<(Visibility<'a>, ViewLevel)>,
+    matching: impl Fn(&str) -> Option<(&'a EntityRow, ViewLevel)>,
     deleted: &HashMap<String, EntityRow>,
 ) -> Batch {
     let filtered = group.filtered();
@@ -308,13 +307,13 @@ fn events_of<'a>(
                 continue;
             };
             let was_reported = group.reported.forget(&row.entity_id).is_some();
-            let Some((visibility, level)) = seen_by(entity, person) else {
+            let Some((entity, level)) = seen_by(entity, person) else {
                 continue;
             };
             if filtered && !was_reported && !group.reported.overflowed() {
                 continue;
             }
-            let names = readable(&visibility, level, row, &group.query);
+            let names = readable(entity, level, row, &group.query);
             events.push(to_all(change_event(row, &row.action, names)));
             continue;
         }
@@ -322,8 +321,8 @@ fn events_of<'a>(
             // rights that followed a parent's changed no value: news only to
             // those who no longer see the entity
             Some(_) if follows_rights(row) => {}
-            Some((visibility, level)) => {
-                let names = readable(&visibility, level, row, &group.query);
+            Some((entity, level)) => {
+                let names = readable(entity, level, row, &group.query);
                 events.push(to_all(change_event(row, &row.action, names)));
                 group.reported.remember(&row.entity_id, row.id);
             }
@@ -347,12 +346,12 @@ fn follows_rights(row: &ChangeRow) -> bool {
     row.action == "update" && row.properties.is_empty()
 }
 
-/// The properties of `row` that the caller's view (`visibility` at `level`)
+/// The properties of `row` that the caller's view of `entity` (at `level`)
 /// shows, and that the query's `props` names when it names some.
-fn readable(visibility: &Visibility<'_>, level: ViewLevel, row: &ChangeRow, query: &ListQuery) -> Vec<String> {
+fn readable(entity: &EntityRow, level: ViewLevel, row: &ChangeRow, query: &ListQuery) -> Vec<String> {
     row.properties
         .iter()
-        .filter(|prop| visibility.shows(level, prop))
+        .filter(|prop| entity.shows(level, prop))
         .filter(|prop| query.props.as_ref().is_none_or(|props| props.contains(prop)))
         .cloned()
         .collect()
