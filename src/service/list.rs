@@ -221,8 +221,7 @@ fn page_body(
         if written > 0 {
             body.push(b',');
         }
-        shown::write(entity, level, |prop| query.lists(prop), names, &mut body)
-            .map_err(|error| ApiError::internal("stored entity document", error))?;
+        shown::write(entity, level, |prop| query.lists(prop), names, &mut body)?;
         written += 1;
     }
     let count: u64 = count.try_into().unwrap_or_default();

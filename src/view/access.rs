@@ -12,6 +12,7 @@ use crate::error::ApiError;
 use crate::model::ids::is_valid_id;
 use crate::model::stored::ValueRow;
 use crate::rights::ViewLevel;
+use crate::view::shown;
 
 /// A live entity; 404 when there is none.
 async fn live_entity(conn: &mut AsyncPgConnection, db: &str, id: &str) -> Result<EntityRow, ApiError> {
@@ -52,10 +53,9 @@ pub async fn entity_read(
     let level = entity.view_level(person).ok_or_else(ApiError::entity_not_found)?;
     let names = super::TargetNames::new(targets, person);
     let mut doc = Vec::with_capacity(entity.doc.0.len() + 256);
-    let unreadable = |error: serde_json::Error| ApiError::internal("stored entity document", error);
-    super::shown::write(&entity, level, |_| true, &names, &mut doc).map_err(unreadable)?;
-    let doc = String::from_utf8(doc).map_err(|error| ApiError::internal("stored entity document", error))?;
-    RawValue::from_string(doc).map_err(unreadable)
+    shown::write(&entity, level, |_| true, &names, &mut doc)?;
+    let doc = String::from_utf8(doc).map_err(shown::unreadable)?;
+    RawValue::from_string(doc).map_err(shown::unreadable)
 }
 
 /// How much of a live entity `person` sees; 404 when nothing.

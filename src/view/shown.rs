@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 
 use super::TargetNames;
 use crate::db::values::{EntityRow, RawDoc};
+use crate::error::ApiError;
 use crate::rights::ViewLevel;
 
 /// Writes `entity`'s document to `out` as the view `level` shows it (the
@@ -21,6 +22,21 @@ use crate::rights::ViewLevel;
 /// `listed` keeps and its references named by `names`. The same JSON, key
 /// for key, as naming the references of `view::visible_doc`'s tree.
 pub fn write(
+    entity: &EntityRow<RawDoc>,
+    level: ViewLevel,
+    listed: impl Fn(&str) -> bool,
+    names: &TargetNames,
+    out: &mut Vec<u8>,
+) -> Result<(), ApiError> {
+    write_document(entity, level, listed, names, out).map_err(unreadable)
+}
+
+/// The error of a stored document that cannot be read or written.
+pub fn unreadable(error: impl std::fmt::Display) -> ApiError {
+    ApiError::internal("stored entity document", error)
+}
+
+fn write_document(
     entity: &EntityRow<RawDoc>,
     level: ViewLevel,
     listed: impl Fn(&str) -> bool,

@@ -78,11 +78,16 @@ impl Gadgets {
         body["count"].as_i64().unwrap()
     }
 
-    /// The id of `entity`'s first value of `prop`.
-    async fn value_id(&self, entity: &str, prop: &str) -> String {
+    /// Deletes `entity`'s first value of `prop`.
+    async fn delete_value(&self, entity: &str, prop: &str) {
         let (status, body) = self.app.get(&format!("/api/demo/entity/{entity}"), &self.owner).await;
         assert_eq!(status, 200, "{body}");
-        body["entity"][prop][0]["_id"].as_str().unwrap().to_owned()
+        let value = body["entity"][prop][0]["_id"].as_str().unwrap().to_owned();
+        let (status, body) = self
+            .app
+            .delete(&format!("/api/demo/property/{value}"), &self.owner)
+            .await;
+        assert_eq!(status, 200, "{body}");
     }
 
     /// Checks the count of every range over [`BOUNDS`] for the owner, the
@@ -172,22 +177,12 @@ async fn a_number_range_counts_exactly_from_tallies_for_every_caller_through_wri
         .await;
     assert_eq!(status, 200, "{body}");
     let (priced, _, _) = shop.gadgets[4].take().unwrap();
-    let price = shop.value_id(&priced, "price").await;
-    let (status, body) = shop
-        .app
-        .delete(&format!("/api/demo/property/{price}"), &shop.owner)
-        .await;
-    assert_eq!(status, 200, "{body}");
+    shop.delete_value(&priced, "price").await;
     let made_private = shop.gadgets[8].as_mut().unwrap();
     assert!(made_private.2 == Seen::Public);
     made_private.2 = Seen::Owner;
     let made_private = made_private.0.clone();
-    let sharing = shop.value_id(&made_private, "_sharing").await;
-    let (status, body) = shop
-        .app
-        .delete(&format!("/api/demo/property/{sharing}"), &shop.owner)
-        .await;
-    assert_eq!(status, 200, "{body}");
+    shop.delete_value(&made_private, "_sharing").await;
     shop.app.settle().await;
     shop.check_every_range().await;
 }
