@@ -168,10 +168,10 @@ impl Chunk {
 
 /// Table statistics kept in step with a growing load. Planned for the
 /// tables as they were before it (empty, for a new cluster), the statements
-/// that insert value rows, and the foreign-key checks on them, read every
-/// entity row so far for each chunk: a load of a million took hours. Fresh
-/// statistics whenever the entities loaded have doubled cost a few hundred
-/// milliseconds each, twenty times at most.
+/// that insert value rows read every entity row so far for each chunk: a
+/// load of a million took hours. Fresh statistics whenever the entities
+/// loaded have doubled cost a few hundred milliseconds each, twenty times
+/// at most.
 struct Statistics {
     next: usize,
 }
