@@ -35,6 +35,7 @@ mod mcp_conformance;
 mod mcp_sdk;
 mod metadata_rfcs;
 mod new_databases;
+mod number_sorted_pages;
 mod oauth;
 mod openapi;
 mod operability;

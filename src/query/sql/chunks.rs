@@ -77,7 +77,15 @@ impl Chunks {
             let mut sorted = Sql::default();
             sorted.push("SELECT p.id, p.matches FROM (");
             let plan = FromValues::plan(query, &chunks.facts);
-            ordered_matches(&mut sorted, db, person, query, &chunks.facts.referencing, plan.as_ref());
+            ordered_matches(
+                &mut sorted,
+                db,
+                person,
+                query,
+                &chunks.facts.referencing,
+                plan.as_ref(),
+                None,
+            );
             sorted.push(") p ORDER BY ");
             order_by(&mut sorted, "p", query);
             let rows = sorted.into_query().load::<SortedRow>(conn).await?;
@@ -147,7 +155,7 @@ impl Chunks {
         if let Some(count) = self.counted.or_else(|| count_from_page(&self.query, self.read)) {
             return Ok(count);
         }
-        let (_, count) = page_statements(&self.db, self.person.as_deref(), &self.query, &self.facts);
+        let (_, count) = page_statements(&self.db, self.person.as_deref(), &self.query, &self.facts, None);
         Ok(count.into_query().get_result::<CountRow>(conn).await?.count)
     }
 }

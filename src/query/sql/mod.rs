@@ -4,7 +4,9 @@
 //! ([`Chunks`]); `filters` builds the `WHERE`, `sort` the order, `group` the
 //! grouped lists. Queries of positive value filters are answered from the
 //! value rows alone (`matches`: they carry what decides the caller's view,
-//! `visibility`), and counts of whole types from the tallies (`tallies`).
+//! `visibility`), counts of whole types from the tallies (`tallies`), and a
+//! whole type's page sorted by a number from where the number tallies say
+//! it starts (`sorted_by_number`).
 
 mod among;
 mod chunks;
@@ -15,6 +17,7 @@ mod group;
 mod matches;
 mod search;
 mod sort;
+mod sorted_by_number;
 mod statement;
 mod tallies;
 mod targets;
@@ -33,6 +36,7 @@ use filters::where_clause;
 use group::{group_statement, run_grouped};
 use matches::FromValues;
 use sort::{order_by, ordered_matches};
+use sorted_by_number::NumberSortedPage;
 use statement::{Bind, Sql};
 use tallies::WholeCount;
 
@@ -95,7 +99,7 @@ pub async fn run(
             Some(facts) => facts,
             None => PropertyFacts::of(conn, db, query).await?,
         };
-        let (page, count) = page_statements(db, person, query, &facts);
+        let (page, count) = statements(conn, db, person, query, &facts).await?;
         let rows = targets::with_targets(page, db, checked.then_some(&facts))
             .into_query()
             .load(conn)
@@ -132,7 +136,7 @@ pub async fn explain(
     }
     let facts = PropertyFacts::of(conn, db, query).await?;
     let statements = if query.group.is_empty() {
-        let (page, count) = page_statements(db, person, query, &facts);
+        let (page, count) = statements(conn, db, person, query, &facts).await?;
         if page_counts_matches(query) {
             vec![page]
         } else {
@@ -174,9 +178,35 @@ fn page_counts_matches(query: &ListQuery) -> bool {
             .any(|key| matches!(key.target, SortTarget::Value { .. }))
 }
 
+/// The page and count statements of `query` ([`page_statements`]); a whole
+/// type's page sorted by a number starts where the tallies say
+/// ([`NumberSortedPage`]).
+async fn statements(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    person: Option<&str>,
+    query: &ListQuery,
+    facts: &PropertyFacts,
+) -> Result<(Sql, Sql), ApiError> {
+    if let Some(sorted) = NumberSortedPage::plan(query, facts)
+        && let Some(started) = sorted.started(conn, db, person).await?
+    {
+        return Ok(page_statements(db, person, &started, facts, Some(sorted.whole())));
+    }
+    Ok(page_statements(db, person, query, facts, None))
+}
+
 /// One page of matches, and the count of all matches (needed unless the page
-/// counted them or shows the count itself, see [`count_from_page`]).
-fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, facts: &PropertyFacts) -> (Sql, Sql) {
+/// counted them or shows the count itself, see [`count_from_page`]); that
+/// count is `whole` when given, for a query that reads its page with more
+/// filters than its matches have (a [`NumberSortedPage`]).
+fn page_statements(
+    db: &str,
+    person: Option<&str>,
+    query: &ListQuery,
+    facts: &PropertyFacts,
+    whole: Option<&WholeCount>,
+) -> (Sql, Sql) {
     let referencing = &facts.referencing;
     let plan = FromValues::plan(query, facts);
     let statement = || match plan {
@@ -191,7 +221,7 @@ fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, facts: &Pr
         // document through the count and the sort spills to disk. OFFSET 0
         // keeps the keys computed below the count.
         page.push(", p.matches FROM (");
-        ordered_matches(&mut page, db, person, query, referencing, plan.as_ref());
+        ordered_matches(&mut page, db, person, query, referencing, plan.as_ref(), whole);
         page.push(") p JOIN entities e ON e.db = ")
             .bind(Bind::Text(db.to_owned()))
             .push(" AND e.id = p.id ORDER BY ");
@@ -215,7 +245,7 @@ fn page_statements(db: &str, person: Option<&str>, query: &ListQuery, facts: &Pr
         page.page_window(query);
     }
 
-    let count = match (WholeCount::plan(query), &plan) {
+    let count = match (whole.or(WholeCount::plan(query).as_ref()), &plan) {
         (Some(whole), _) => whole.statement(db, person),
         (None, Some(plan)) => {
             let mut count = statement();

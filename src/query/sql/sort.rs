@@ -5,11 +5,13 @@ use std::collections::HashSet;
 use super::filters::{column, shown, where_clause};
 use super::matches::FromValues;
 use super::statement::{Bind, Sql};
+use super::tallies::WholeCount;
 use crate::query::{Field, ListQuery, SortTarget};
 
 /// The page's matches sorted by value, as narrow rows: `id`, the sort keys
-/// (`k{index}`) and `matches`, the count of all matches; from the value rows
-/// when the query has a `plan` for them ([`FromValues::plan`]).
+/// (`k{index}`) and `matches`, the count of all matches (`whole`, when
+/// given); from the value rows when the query has a `plan` for them
+/// ([`FromValues::plan`]).
 pub(super) fn ordered_matches(
     sql: &mut Sql,
     db: &str,
@@ -17,17 +19,26 @@ pub(super) fn ordered_matches(
     query: &ListQuery,
     referencing: &HashSet<String>,
     plan: Option<&FromValues<'_>>,
+    whole: Option<&WholeCount>,
 ) {
     if let Some(plan) = plan.filter(|plan| plan.walks_in_order(query)) {
         // the page stops at its end; the count scans the matches on its own
         sql.push("SELECT m.*, ");
-        plan.count(sql, db, person);
+        match whole {
+            Some(whole) => whole_count(sql, whole, db, person),
+            None => plan.count(sql, db, person),
+        }
         sql.push(" AS matches FROM (");
         plan.page_in_order(sql, db, person, query);
         sql.push(") m");
         return;
     }
-    sql.push("SELECT m.*, count(*) OVER () AS matches FROM (");
+    sql.push("SELECT m.*, ");
+    match whole {
+        Some(whole) => whole_count(sql, whole, db, person),
+        None => _ = sql.push("count(*) OVER ()"),
+    }
+    sql.push(" AS matches FROM (");
     if let Some(plan) = plan {
         plan.matches(sql, db, person);
     } else {
@@ -36,6 +47,13 @@ pub(super) fn ordered_matches(
     sql.push(" OFFSET 0) m ORDER BY ");
     order_by(sql, "m", query);
     sql.page_window(query);
+}
+
+/// `(SELECT ...)`: the count of a whole type's (or database's) matches.
+fn whole_count(sql: &mut Sql, whole: &WholeCount, db: &str, person: Option<&str>) {
+    sql.push("(");
+    whole.push_into(sql, db, person);
+    sql.push(")");
 }
 
 /// The matches with their sort keys, from the entity rows.
