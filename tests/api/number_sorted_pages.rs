@@ -181,6 +181,7 @@ async fn a_page_sorted_by_a_number_starts_where_the_tallies_say_for_every_caller
         .await
         .unwrap()
         .join("\n");
+    assert!(plan.contains("number_tallies"), "{plan}");
     assert!(plan.contains("property_values_number"), "{plan}");
     drop(conn);
     shop.check_sorted_pages().await;

@@ -136,12 +136,11 @@ pub async fn explain(
     }
     let facts = PropertyFacts::of(conn, db, query).await?;
     let statements = if query.group.is_empty() {
+        // where a page sorted by a number starts, read before it
+        let start = NumberSortedPage::plan(query, &facts).map(|sorted| sorted.start_statement(db, person));
         let (page, count) = statements(conn, db, person, query, &facts).await?;
-        if page_counts_matches(query) {
-            vec![page]
-        } else {
-            vec![page, count]
-        }
+        let count = (!page_counts_matches(query)).then_some(count);
+        start.into_iter().chain([page]).chain(count).collect()
     } else {
         vec![group_statement(db, person, query, &facts)]
     };

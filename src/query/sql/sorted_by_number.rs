@@ -78,6 +78,29 @@ impl<'a> NumberSortedPage<'a> {
         db: &str,
         person: Option<&str>,
     ) -> Result<Option<ListQuery>, ApiError> {
+        let sql = self.start_statement(db, person);
+        let start = sql.into_query().load::<Start>(conn).await?.pop();
+        let Some(start) = start.filter(|start| self.query.skip + self.query.limit <= start.total) else {
+            return Ok(None);
+        };
+        let condition = match (start.before, self.descending) {
+            (0, _) => Condition::Exists(true),
+            (_, true) => Condition::Compare(Operator::Lt, Operand::Number(bucket_start(start.bucket + 1))),
+            (_, false) => Condition::Compare(Operator::Gte, Operand::Number(bucket_start(start.bucket))),
+        };
+        let mut started = self.query.clone();
+        started.filters.push(Filter {
+            prop: self.prop.to_owned(),
+            field: Field::Number,
+            condition,
+        });
+        started.skip -= start.before;
+        Ok(Some(started))
+    }
+
+    /// `SELECT bucket, before, total ...`: where the page starts ([`Start`]),
+    /// from the tallies added up in the sort's order.
+    pub(super) fn start_statement(&self, db: &str, person: Option<&str>) -> Sql {
         let order = if self.descending { "DESC" } else { "ASC" };
         let mut sql = Sql::planned_for_any_values();
         sql.push(&format!(
@@ -97,22 +120,6 @@ impl<'a> NumberSortedPage<'a> {
         sql.push(" GROUP BY t.bucket) b) c WHERE c.before + c.n > ")
             .bind(Bind::Integer(self.query.skip))
             .push(&format!(" ORDER BY c.bucket {order} LIMIT 1"));
-        let start = sql.into_query().load::<Start>(conn).await?.pop();
-        let Some(start) = start.filter(|start| self.query.skip + self.query.limit <= start.total) else {
-            return Ok(None);
-        };
-        let condition = match (start.before, self.descending) {
-            (0, _) => Condition::Exists(true),
-            (_, true) => Condition::Compare(Operator::Lt, Operand::Number(bucket_start(start.bucket + 1))),
-            (_, false) => Condition::Compare(Operator::Gte, Operand::Number(bucket_start(start.bucket))),
-        };
-        let mut started = self.query.clone();
-        started.filters.push(Filter {
-            prop: self.prop.to_owned(),
-            field: Field::Number,
-            condition,
-        });
-        started.skip -= start.before;
-        Ok(Some(started))
+        sql
     }
 }
