@@ -103,10 +103,12 @@ impl<'a> NumberSortedPage<'a> {
     pub(super) fn start_statement(&self, db: &str, person: Option<&str>) -> Sql {
         let order = if self.descending { "DESC" } else { "ASC" };
         let mut sql = Sql::planned_for_any_values();
+        // sums of float8, exact below 2^53: those of bigint are numeric,
+        // slower to add up
         sql.push(&format!(
             "SELECT c.bucket, c.before::bigint, c.total::bigint FROM (SELECT b.bucket, \
              sum(b.n) OVER (ORDER BY b.bucket {order}) - b.n AS before, b.n, sum(b.n) OVER () AS total \
-             FROM (SELECT t.bucket, sum(t.count) AS n FROM number_tallies t WHERE t.db = "
+             FROM (SELECT t.bucket, sum(t.count)::float8 AS n FROM number_tallies t WHERE t.db = "
         ))
         .bind(Bind::Text(db.to_owned()))
         .push(" AND t.prop = ")
