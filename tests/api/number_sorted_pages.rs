@@ -185,6 +185,15 @@ async fn a_page_sorted_by_a_number_starts_where_the_tallies_say_for_every_caller
     assert!(plan.contains("property_values_number"), "{plan}");
     drop(conn);
     shop.check_sorted_pages().await;
+    // a skip past everything, as large as a skip can be
+    let path = format!(
+        "/api/demo/entity?_type.string=item&sort=-price.number&skip={}&limit=5",
+        i64::MAX
+    );
+    let (status, body) = shop.app.call("GET", &path, Some(&shop.owner), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["entities"], json!([]));
+    assert_eq!(body["count"], ITEMS);
 
     // an item deleted, a price deleted, a public item made private
     let deleted = shop.items.remove(3).0;

@@ -80,7 +80,7 @@ impl<'a> NumberSortedPage<'a> {
     ) -> Result<Option<ListQuery>, ApiError> {
         let sql = self.start_statement(db, person);
         let start = sql.into_query().load::<Start>(conn).await?.pop();
-        let Some(start) = start.filter(|start| self.query.skip + self.query.limit <= start.total) else {
+        let Some(start) = start.filter(|start| self.query.skip.saturating_add(self.query.limit) <= start.total) else {
             return Ok(None);
         };
         let condition = match (start.before, self.descending) {
