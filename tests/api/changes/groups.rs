@@ -2,6 +2,8 @@
 //! still told only of what concerns it — a `leave` for what that stream was
 //! told of, whenever it opened.
 
+use std::time::Duration;
+
 use serde_json::json;
 
 use super::sse::{Events, must_open};
@@ -12,7 +14,10 @@ use crate::support::TestApp;
 async fn next_events(stream: &mut Events, count: usize) -> Vec<String> {
     let mut seen = Vec::new();
     for _ in 0..count {
-        let event = stream.expect().await;
+        // which events came before one was missed tells a failure's cause
+        let Some(event) = stream.next(Duration::from_secs(10)).await else {
+            panic!("{count} events, each within 10 s: only {seen:?} came");
+        };
         seen.push(format!(
             "{} {}",
             event.data["action"].as_str().unwrap_or_default(),
