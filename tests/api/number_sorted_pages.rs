@@ -42,11 +42,8 @@ impl Shop {
         let owner = app.owner_token().await;
         let (reader_id, reader_key) = app.add_person(&owner, "Reader").await;
         let reader = app.token_for(&reader_key).await;
-        let item = app.create_type(&owner, "item").await;
+        let item = app.public_type_with_price(&owner, "item").await;
         let public = json!({"type": "_sharing", "string": "public"});
-        app.post(&format!("/api/demo/entity/{item}"), &owner, public.clone())
-            .await;
-        app.define(&owner, &item, "price", "number", json!([public])).await;
         let mut seen = Vec::new();
         let operations: Vec<Json> = (0..ITEMS)
             .map(|index| {
@@ -170,20 +167,12 @@ impl Shop {
 #[tokio::test]
 async fn a_page_sorted_by_a_number_starts_where_the_tallies_say_for_every_caller_through_writes() {
     let mut shop = Shop::start().await;
-    let params = [
-        ("_type.string".to_owned(), "item".to_owned()),
-        ("sort".to_owned(), "-price.number".to_owned()),
-        ("skip".to_owned(), "1000".to_owned()),
-    ];
-    let query = eds::query::ListQuery::parse(&params).unwrap();
-    let mut conn = shop.app.pool.get().await.unwrap();
-    let plan = eds::query::sql::explain(&mut conn, "demo", None, &query)
-        .await
-        .unwrap()
-        .join("\n");
+    let plan = shop
+        .app
+        .plans_of(&[("_type.string", "item"), ("sort", "-price.number"), ("skip", "1000")])
+        .await;
     assert!(plan.contains("number_tallies"), "{plan}");
     assert!(plan.contains("property_values_number"), "{plan}");
-    drop(conn);
     shop.check_sorted_pages().await;
     // a skip past everything, as large as a skip can be
     let path = format!(
@@ -206,23 +195,13 @@ async fn a_page_sorted_by_a_number_starts_where_the_tallies_say_for_every_caller
     assert!(unpriced.1.is_some());
     unpriced.1 = None;
     let unpriced = unpriced.0.clone();
-    delete_value(&shop, &unpriced, "price").await;
+    shop.app.delete_first_value(&shop.owner, &unpriced, "price").await;
     let made_private = shop.items.iter_mut().find(|item| item.2 == Seen::Public).unwrap();
     made_private.2 = Seen::Owner;
     let made_private = made_private.0.clone();
-    delete_value(&shop, &made_private, "_sharing").await;
+    shop.app
+        .delete_first_value(&shop.owner, &made_private, "_sharing")
+        .await;
     shop.app.settle().await;
     shop.check_sorted_pages().await;
-}
-
-/// Deletes `entity`'s first value of `prop`.
-async fn delete_value(shop: &Shop, entity: &str, prop: &str) {
-    let (status, body) = shop.app.get(&format!("/api/demo/entity/{entity}"), &shop.owner).await;
-    assert_eq!(status, 200, "{body}");
-    let value = body["entity"][prop][0]["_id"].as_str().unwrap().to_owned();
-    let (status, body) = shop
-        .app
-        .delete(&format!("/api/demo/property/{value}"), &shop.owner)
-        .await;
-    assert_eq!(status, 200, "{body}");
 }

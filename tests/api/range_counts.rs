@@ -39,11 +39,8 @@ impl Gadgets {
         let owner = app.owner_token().await;
         let (reader_id, reader_key) = app.add_person(&owner, "Reader").await;
         let reader = app.token_for(&reader_key).await;
-        let gadget = app.create_type(&owner, "gadget").await;
+        let gadget = app.public_type_with_price(&owner, "gadget").await;
         let public = json!({"type": "_sharing", "string": "public"});
-        app.post(&format!("/api/demo/entity/{gadget}"), &owner, public.clone())
-            .await;
-        app.define(&owner, &gadget, "price", "number", json!([public])).await;
         // prices on both sides of zero, some on bucket boundaries (512,
         // 990) and some one bucket apart (990.25 is past 990's 1,024th of 512)
         let mut prices: Vec<f64> = (0..40).map(|i| f64::from(i - 20) * 37.25).collect();
@@ -76,18 +73,6 @@ impl Gadgets {
         let (status, body) = self.app.call("GET", &path, token, None).await;
         assert_eq!(status, 200, "{body}");
         body["count"].as_i64().unwrap()
-    }
-
-    /// Deletes `entity`'s first value of `prop`.
-    async fn delete_value(&self, entity: &str, prop: &str) {
-        let (status, body) = self.app.get(&format!("/api/demo/entity/{entity}"), &self.owner).await;
-        assert_eq!(status, 200, "{body}");
-        let value = body["entity"][prop][0]["_id"].as_str().unwrap().to_owned();
-        let (status, body) = self
-            .app
-            .delete(&format!("/api/demo/property/{value}"), &self.owner)
-            .await;
-        assert_eq!(status, 200, "{body}");
     }
 
     /// Checks the count of every range over [`BOUNDS`] for the owner, the
@@ -154,19 +139,15 @@ impl Gadgets {
 #[tokio::test]
 async fn a_number_range_counts_exactly_from_tallies_for_every_caller_through_writes() {
     let mut shop = Gadgets::start().await;
-    let params = [
-        ("_type.string".to_owned(), "gadget".to_owned()),
-        ("price.number.gt".to_owned(), "-500".to_owned()),
-        ("price.number.lte".to_owned(), "990".to_owned()),
-    ];
-    let query = eds::query::ListQuery::parse(&params).unwrap();
-    let mut conn = shop.app.pool.get().await.unwrap();
-    let plan = eds::query::sql::explain(&mut conn, "demo", None, &query)
-        .await
-        .unwrap()
-        .join("\n");
+    let plan = shop
+        .app
+        .plans_of(&[
+            ("_type.string", "gadget"),
+            ("price.number.gt", "-500"),
+            ("price.number.lte", "990"),
+        ])
+        .await;
     assert!(plan.contains("number_tallies"), "{plan}");
-    drop(conn);
     shop.check_every_range().await;
 
     // a gadget deleted, a price deleted, and a public gadget made private
@@ -177,12 +158,14 @@ async fn a_number_range_counts_exactly_from_tallies_for_every_caller_through_wri
         .await;
     assert_eq!(status, 200, "{body}");
     let (priced, _, _) = shop.gadgets[4].take().unwrap();
-    shop.delete_value(&priced, "price").await;
+    shop.app.delete_first_value(&shop.owner, &priced, "price").await;
     let made_private = shop.gadgets[8].as_mut().unwrap();
     assert!(made_private.2 == Seen::Public);
     made_private.2 = Seen::Owner;
     let made_private = made_private.0.clone();
-    shop.delete_value(&made_private, "_sharing").await;
+    shop.app
+        .delete_first_value(&shop.owner, &made_private, "_sharing")
+        .await;
     shop.app.settle().await;
     shop.check_every_range().await;
 }

@@ -341,6 +341,41 @@ impl TestApp {
         self.call("DELETE", path, Some(token), None).await
     }
 
+    /// A type `name` shared publicly, with a number property `price` shown
+    /// in the public view: its id.
+    pub async fn public_type_with_price(&self, owner: &str, name: &str) -> String {
+        let type_id = self.create_type(owner, name).await;
+        let public = json!({"type": "_sharing", "string": "public"});
+        self.post(&format!("/api/demo/entity/{type_id}"), owner, public.clone())
+            .await;
+        self.define(owner, &type_id, "price", "number", json!([public])).await;
+        type_id
+    }
+
+    /// Deletes `entity`'s first value of `prop`, as `token`.
+    pub async fn delete_first_value(&self, token: &str, entity: &str, prop: &str) {
+        let (status, body) = self.get(&format!("/api/demo/entity/{entity}"), token).await;
+        assert_eq!(status, 200, "{body}");
+        let value = body["entity"][prop][0]["_id"].as_str().unwrap().to_owned();
+        let (status, body) = self.delete(&format!("/api/demo/property/{value}"), token).await;
+        assert_eq!(status, 200, "{body}");
+    }
+
+    /// The plans of every statement of list query `params` for an
+    /// anonymous caller of `demo`, as one text.
+    pub async fn plans_of(&self, params: &[(&str, &str)]) -> String {
+        let params: Vec<(String, String)> = params
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect();
+        let query = eds::query::ListQuery::parse(&params).unwrap();
+        let mut conn = self.pool.get().await.unwrap();
+        eds::query::sql::explain(&mut conn, "demo", None, &query)
+            .await
+            .unwrap()
+            .join("\n")
+    }
+
     /// The id of the seeded or created entity of `type_name` named `name`.
     pub async fn find(&self, token: &str, type_name: &str, name: &str) -> String {
         let (status, body) = self
