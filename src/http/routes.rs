@@ -128,12 +128,61 @@ pub fn document_json() -> &'static str {
     JSON.get_or_init(|| openapi::document_of(Operations::openapi()))
 }
 
+/// The prefix of a database's own routes, served from one scope.
+const DATABASE_SCOPE: &str = "/api/{db}";
+
 /// Registers [`endpoints`], and the document `GET /api/openapi.json` serves.
+///
+/// The router tries routes in order, running a pattern's regex for each
+/// route it tries: a request to a database's own routes (nearly all of
+/// them) went through some twenty of those. Those routes are served from
+/// one scope, registered where the first of them stands; within it, the
+/// static rest of a path is compared as text. A path the scope takes and
+/// none of its routes serve gets the application's own answer.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.app_data(web::Data::new(ServedDocument(document_json())));
-    for endpoint in endpoints() {
+    let (before, scoped, after) = split_at_database_scope(endpoints());
+    for endpoint in before {
         cfg.route(endpoint.path, endpoint.route);
     }
+    let scope = scoped
+        .into_iter()
+        .fold(web::scope(DATABASE_SCOPE), |scope, (rest, route)| {
+            scope.route(rest, route)
+        });
+    cfg.service(scope);
+    for endpoint in after {
+        cfg.route(endpoint.path, endpoint.route);
+    }
+}
+
+/// The endpoints before the first of a database's own routes, those routes
+/// (each with its path within [`DATABASE_SCOPE`]), and the other endpoints
+/// after them. None of those after could take a path of the scope's, which
+/// would then never reach them.
+fn split_at_database_scope(endpoints: Vec<Endpoint>) -> (Vec<Endpoint>, Vec<(&'static str, Route)>, Vec<Endpoint>) {
+    let mut before = Vec::new();
+    let mut scoped = Vec::new();
+    let mut after = Vec::new();
+    for endpoint in endpoints {
+        match endpoint
+            .path
+            .strip_prefix(DATABASE_SCOPE)
+            .filter(|rest| rest.starts_with('/'))
+        {
+            Some(rest) => scoped.push((rest, endpoint.route)),
+            None if scoped.is_empty() => before.push(endpoint),
+            None => {
+                assert!(
+                    !endpoint.path.starts_with("/api/"),
+                    "{} would be hidden behind the database scope",
+                    endpoint.path
+                );
+                after.push(endpoint);
+            }
+        }
+    }
+    (before, scoped, after)
 }
 
 /// The database an API path names (`/api/{db}/...`), if any.
@@ -141,4 +190,29 @@ pub fn database_of_path(path: &str) -> Option<&str> {
     let rest = path.strip_prefix("/api/")?;
     let db = rest.split('/').next()?;
     (databases::name_problem(db).is_none()).then_some(db)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_s_own_routes_are_served_from_one_scope_in_their_order() {
+        let all: Vec<&str> = endpoints().iter().map(|endpoint| endpoint.path).collect();
+        let (before, scoped, after) = split_at_database_scope(endpoints());
+        assert_eq!(before.len() + scoped.len() + after.len(), all.len());
+        let scoped: Vec<String> = scoped.iter().map(|(rest, _)| format!("/api/{{db}}{rest}")).collect();
+        let expected: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|path| path.starts_with("/api/{db}/"))
+            .collect();
+        assert_eq!(scoped, expected, "every database route, in order");
+        assert!(scoped.contains(&"/api/{db}/entity/{id}".to_owned()));
+        assert!(
+            before.iter().any(|endpoint| endpoint.path == "/api/{db}"),
+            "the usage route stays out of it"
+        );
+        assert!(after.iter().all(|endpoint| !endpoint.path.starts_with("/api/")));
+    }
 }
