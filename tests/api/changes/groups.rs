@@ -28,7 +28,6 @@ async fn next_events(stream: &mut Events, count: usize) -> Vec<String> {
 }
 
 #[tokio::test]
-#[ignore = "in two full runs of the suite the elder stream missed one of its four events (passes alone and with the change tests); under investigation"]
 async fn a_stream_opened_later_by_the_same_caller_gets_leave_only_for_what_it_was_told_of() {
     let app = TestApp::start().await;
     let owner = app.owner_token().await;
@@ -41,6 +40,11 @@ async fn a_stream_opened_later_by_the_same_caller_gets_leave_only_for_what_it_wa
 
     let mut younger = must_open(&feed(&app, ""), Some(&reader_token), &[]).await;
     let second = marker(&app, &owner, &books, &reader).await;
+    // a change is judged against the entity as its batch is read: had the
+    // viewer gone by then, neither stream would be told of `second` at all
+    for stream in [&mut elder, &mut younger] {
+        assert_eq!(next_events(stream, 1).await, [format!("create {second}")]);
+    }
     for entity in [&first, &second] {
         let viewer = value_id(&app, &owner, entity, "_viewer").await;
         let (status, body) = app.delete(&format!("/api/demo/property/{viewer}"), &owner).await;
@@ -49,21 +53,16 @@ async fn a_stream_opened_later_by_the_same_caller_gets_leave_only_for_what_it_wa
     let last = marker(&app, &owner, &books, &reader).await;
 
     assert_eq!(
-        next_events(&mut elder, 4).await,
+        next_events(&mut elder, 3).await,
         [
-            format!("create {second}"),
             format!("leave {first}"),
             format!("leave {second}"),
             format!("create {last}")
         ]
     );
     assert_eq!(
-        next_events(&mut younger, 3).await,
-        [
-            format!("create {second}"),
-            format!("leave {second}"),
-            format!("create {last}")
-        ],
+        next_events(&mut younger, 2).await,
+        [format!("leave {second}"), format!("create {last}")],
         "no leave of an entity reported before it opened"
     );
 }
