@@ -499,6 +499,17 @@ pub async fn change_log(database_url: &str, db: &str) -> Vec<String> {
     .await
 }
 
+/// The entities of database `db` whose logged changes the webhooks'
+/// outbox trigger looks at, in log order.
+pub async fn changes_checked_for_webhooks(database_url: &str, db: &str) -> Vec<String> {
+    text_rows(
+        database_url,
+        db,
+        "SELECT entity_id AS line FROM change_log WHERE db = $1 AND for_webhooks ORDER BY id",
+    )
+    .await
+}
+
 /// The `line` column of `sql`, run with database name `db` as `$1`.
 async fn text_rows(database_url: &str, db: &str, sql: &str) -> Vec<String> {
     use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::receiver::Receiver;
 use super::{WAIT, app, deliveries_at_least, webhook};
+use crate::support;
 
 #[tokio::test]
 async fn create_update_and_delete_are_delivered_signed_with_the_webhook_secret() {
@@ -64,6 +65,31 @@ async fn create_update_and_delete_are_delivered_signed_with_the_webhook_secret()
     assert_eq!(listed["count"], 3, "{listed}");
     assert_eq!(listed["deliveries"][0]["event"], "delete", "newest first: {listed}");
     assert_eq!(listed["deliveries"][0]["status"], 200);
+}
+
+#[tokio::test]
+async fn a_create_is_checked_against_webhooks_only_where_a_webhook_may_want_it() {
+    let app = app(&[]).await;
+    let token = app.owner_token().await;
+    let book = app.create_type(&token, "book").await;
+    let unwatched = app
+        .create(&token, &book, json!([{"type": "name", "string": "Dune"}]))
+        .await;
+    let receiver = Receiver::start().await;
+    let (hook, _) = webhook(&app, &token, &receiver.url(), &["create"], Some(&book)).await;
+    let watched = app
+        .create(&token, &book, json!([{"type": "name", "string": "Emma"}]))
+        .await;
+
+    let received = receiver.wait_for(1, WAIT).await;
+    assert_eq!(received[0].json()["entity"], json!({"_id": watched}));
+    let checked = support::changes_checked_for_webhooks(&app.database_url, "demo").await;
+    assert!(!checked.contains(&unwatched), "no webhook then: {checked:?}");
+    assert!(
+        checked.contains(&hook),
+        "a webhook's create keeps its settings: {checked:?}"
+    );
+    assert!(checked.contains(&watched), "{checked:?}");
 }
 
 #[tokio::test]
