@@ -114,6 +114,29 @@ pub async fn insert(
     Ok(())
 }
 
+/// Lets the value tallies of the rows this transaction writes wait for
+/// [`count_value_tallies`]: a load rewrote every tally row once per chunk,
+/// and kept each row's old versions until commit.
+pub async fn value_tallies_later(conn: &mut AsyncPgConnection) -> QueryResult<()> {
+    diesel::sql_query("SELECT set_config('eds.value_tallies_later', 'on', true)")
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+/// Counts database `db`'s value tallies anew from its value rows, and lets
+/// the transaction's later writes keep them again.
+pub async fn count_value_tallies(conn: &mut AsyncPgConnection, db: &str) -> QueryResult<()> {
+    diesel::sql_query("SELECT set_config('eds.value_tallies_later', 'off', true)")
+        .execute(conn)
+        .await?;
+    diesel::sql_query("SELECT recount_value_tallies($1)")
+        .bind::<Text, _>(db)
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
 /// Fresh statistics: planned for the tables as they were before an import,
 /// the queries projecting entities one by one take a full scan each.
 pub async fn analyze(conn: &mut AsyncPgConnection) -> QueryResult<()> {

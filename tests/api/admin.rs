@@ -369,6 +369,10 @@ async fn export_then_import_into_another_database_keeps_entities_rights_formulas
         support::value_visibility(&app.database_url, "copy").await,
         support::value_visibility(&app.database_url, "demo").await
     );
+    // counted once at the import's end, as the source's writes kept them
+    let tallies = support::value_tallies(&app.database_url, "copy").await;
+    assert!(tallies.iter().any(|tally| tally.contains("pages")), "{tallies:?}");
+    assert_eq!(tallies, support::value_tallies(&app.database_url, "demo").await);
 
     // the same keys log in to the copy (its key hashes are the source's)
     let copy_owner = token_in(&app, &app.key, "copy").await;

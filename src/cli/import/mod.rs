@@ -220,6 +220,7 @@ pub async fn import<R: BufRead + Seek + Send>(pool: &Pool, db: &str, mut input: 
             // the database's writer for this transaction: writes to it wait,
             // and its generation is bumped once, at the end
             generation::begin_writes(conn, db).await?;
+            rows::value_tallies_later(conn).await?;
             let mut types = TypeCache::default();
             // the types and definitions, as they are, then their projections
             let mut batch = Batch::default();
@@ -263,6 +264,8 @@ pub async fn import<R: BufRead + Seek + Send>(pool: &Pool, db: &str, mut input: 
             let bar = progress(others.len() as u64, "projecting");
             let mut projected = |done: usize| bar.set_position(done as u64);
             rows::project_each(conn, &mut types, db, &mut others, &mut projected).await?;
+            // before the formulas, whose queries may read them
+            rows::count_value_tallies(conn, db).await?;
             crate::jobs::formulas::compute_all(conn).await?;
             bar.finish_and_clear();
             databases::adopt_own_entity(conn, db).await?;

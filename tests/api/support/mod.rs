@@ -487,6 +487,21 @@ pub async fn value_visibility(database_url: &str, db: &str) -> Vec<String> {
     .await
 }
 
+/// Database `db`'s number and boolean tallies that count something, one
+/// text per row, in text order.
+pub async fn value_tallies(database_url: &str, db: &str) -> Vec<String> {
+    text_rows(
+        database_url,
+        db,
+        "SELECT line FROM ( \
+         SELECT row('number', prop, type_id, audience, level, bucket, count)::text AS line \
+         FROM number_tallies WHERE db = $1 AND count <> 0 \
+         UNION ALL SELECT row('boolean', prop, type_id, audience, level, value, count)::text \
+         FROM boolean_tallies WHERE db = $1 AND count <> 0) tallies ORDER BY line",
+    )
+    .await
+}
+
 /// Database `db`'s change log in id order, one text per row: its entity,
 /// author, action and the properties it names.
 pub async fn change_log(database_url: &str, db: &str) -> Vec<String> {
