@@ -126,23 +126,38 @@ fn write_values(out: &mut Vec<u8>, prop: &str, values: &RawValue, names: &Target
 
 /// `json` without the whitespace between its tokens, as a tree of it would
 /// be written (PostgreSQL writes `jsonb` with a space after `:` and `,`).
+/// The text between two such spaces is copied whole: a page's documents
+/// pass through here byte by byte otherwise.
 fn push_compact(out: &mut Vec<u8>, json: &str) {
-    let (mut in_string, mut escaped) = (false, false);
-    for &byte in json.as_bytes() {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
+    let bytes = json.as_bytes();
+    out.reserve(bytes.len());
+    // `copied`: where the text not yet copied starts
+    let (mut copied, mut at) = (0, 0);
+    while at < bytes.len() {
+        match bytes[at] {
+            b'"' => at = string_end(bytes, at + 1),
+            byte if byte.is_ascii_whitespace() => {
+                out.extend_from_slice(&bytes[copied..at]);
+                at += 1;
+                copied = at;
             }
-        } else if byte == b'"' {
-            in_string = true;
-        } else if byte.is_ascii_whitespace() {
-            continue;
+            _ => at += 1,
         }
-        out.push(byte);
     }
+    out.extend_from_slice(&bytes[copied..]);
+}
+
+/// The position just past the string whose text starts at `from` (its
+/// closing quote skipped); the end of `bytes` when it is not closed.
+fn string_end(bytes: &[u8], mut from: usize) -> usize {
+    while from < bytes.len() {
+        match bytes[from] {
+            b'\\' => from += 2,
+            b'"' => return from + 1,
+            _ => from += 1,
+        }
+    }
+    bytes.len()
 }
 
 /// A document's properties in their order, each value still its text.
@@ -273,5 +288,28 @@ mod tests {
         let mut out = Vec::new();
         push_compact(&mut out, r#"[{"a": "x \" y, z: \\", "b": [1, 2]}]"#);
         assert_eq!(String::from_utf8(out).unwrap(), r#"[{"a":"x \" y, z: \\","b":[1,2]}]"#);
+    }
+
+    #[test]
+    fn compacting_writes_what_a_tree_of_the_text_would() {
+        let texts = [
+            r#"{"_id": "a b", "name": [{"_id": "c", "string": " \\\" , : "}], "n": [1.5, -2, true, null]}"#,
+            r#"[{"string": "ends with a backslash \\"}, {"string": "tab\t and é"}]"#,
+            "[ {\n\t\"x\" :\r\n [ ] } , { } ]",
+            r#""only a string, with spaces""#,
+            "",
+        ];
+        for text in texts {
+            let mut out = Vec::new();
+            push_compact(&mut out, text);
+            let out = String::from_utf8(out).unwrap();
+            match serde_json::from_str::<Json>(text) {
+                Ok(tree) => assert_eq!(out, tree.to_string(), "{text}"),
+                Err(_) => assert_eq!(out, "", "{text}"),
+            }
+        }
+        let mut unclosed = Vec::new();
+        push_compact(&mut unclosed, r#"["open \"#);
+        assert_eq!(unclosed, br#"["open \"#, "an unclosed string ends the text");
     }
 }
