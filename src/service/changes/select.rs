@@ -8,7 +8,8 @@
 //! read once and each caller's rights applied to them here. A deletion is tested against the entity as it
 //! was deleted (its row keeps its rights and views). The streams of one
 //! caller and query at one place in the log form a group, whose events are
-//! worked out once. A group keeps the entities it has reported as matching
+//! worked out once; an event's text is built once for every group sending
+//! it alike. A group keeps the entities it has reported as matching
 //! (and, when filtered, those matching when it opened), at most
 //! [`REPORTED`](super::reported::REPORTED), each with the change it was
 //! reported at: `leave` goes to the streams told of those no longer
@@ -240,6 +241,7 @@ pub(super) async fn select(
         };
         matched.insert(key, by_id(found));
     }
+    let mut texts = EventTexts::default();
     Ok(groups
         .iter_mut()
         .map(|group| {
@@ -247,12 +249,37 @@ pub(super) async fn select(
             let person = person.as_deref();
             if group.filtered() {
                 let matching = &matched[&(group.person.clone(), group.query_text.clone())];
-                events_of(group, rows, |id| seen_by(matching.get(id)?, person), &deleted)
+                events_of(
+                    group,
+                    rows,
+                    |id| seen_by(matching.get(id)?, person),
+                    &deleted,
+                    &mut texts,
+                )
             } else {
-                events_of(group, rows, |id| seen_by(live.get(id)?, person), &deleted)
+                events_of(group, rows, |id| seen_by(live.get(id)?, person), &deleted, &mut texts)
             }
         })
         .collect())
+}
+
+/// The text of each event of a batch, built once for every group it goes to
+/// alike (the groups of many callers mostly send the same events, differing
+/// only in the properties their views name).
+#[derive(Default)]
+struct EventTexts(HashMap<(i64, bool, Vec<String>), Bytes>);
+
+impl EventTexts {
+    /// The event of change `row` (a `leave` when `leave`) naming `properties`.
+    fn of(&mut self, row: &ChangeRow, leave: bool, properties: Vec<String>) -> Bytes {
+        self.0
+            .entry((row.id, leave, properties))
+            .or_insert_with_key(|(_, leave, properties)| {
+                let action = if *leave { "leave" } else { row.action.as_str() };
+                change_event(row, action, properties)
+            })
+            .clone()
+    }
 }
 
 fn by_id(rows: Vec<EntityRow>) -> HashMap<String, EntityRow> {
@@ -293,6 +320,7 @@ fn events_of<'a>(
     rows: &[ChangeRow],
     matching: impl Fn(&str) -> Option<(&'a EntityRow, ViewLevel)>,
     deleted: &HashMap<String, EntityRow>,
+    texts: &mut EventTexts,
 ) -> Batch {
     let filtered = group.filtered();
     let person = group.person.as_deref();
@@ -314,7 +342,7 @@ fn events_of<'a>(
                 continue;
             }
             let names = readable(entity, level, row, &group.query);
-            events.push(to_all(change_event(row, &row.action, names)));
+            events.push(to_all(texts.of(row, false, names)));
             continue;
         }
         match matching(&row.entity_id) {
@@ -323,13 +351,13 @@ fn events_of<'a>(
             Some(_) if follows_rights(row) => {}
             Some((entity, level)) => {
                 let names = readable(entity, level, row, &group.query);
-                events.push(to_all(change_event(row, &row.action, names)));
+                events.push(to_all(texts.of(row, false, names)));
                 group.reported.remember(&row.entity_id, row.id);
             }
             None => {
                 if let Some(reported_at) = group.reported.forget(&row.entity_id) {
                     events.push(Event {
-                        text: change_event(row, "leave", Vec::new()),
+                        text: texts.of(row, true, Vec::new()),
                         // a filtered stream knew every match as it opened
                         opened_before: (!filtered).then_some(reported_at),
                     });
@@ -358,7 +386,7 @@ fn readable(entity: &EntityRow, level: ViewLevel, row: &ChangeRow, query: &ListQ
 }
 
 /// The server-sent event of one change.
-fn change_event(row: &ChangeRow, action: &str, properties: Vec<String>) -> Bytes {
+fn change_event(row: &ChangeRow, action: &str, properties: &[String]) -> Bytes {
     let data = json!({
         "_id": row.entity_id,
         "action": action,
@@ -367,4 +395,52 @@ fn change_event(row: &ChangeRow, action: &str, properties: Vec<String>) -> Bytes
         "properties": properties,
     });
     Bytes::from(format!("id: {}\nevent: change\ndata: {data}\n\n", row.id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(id: i64, action: &str) -> ChangeRow {
+        ChangeRow {
+            id,
+            entity_id: "6571f3a4c2b9e8d7f6a5b4c3".to_owned(),
+            actor: None,
+            action: action.to_owned(),
+            properties: vec!["name".to_owned(), "title".to_owned()],
+            at: chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+        }
+    }
+
+    #[test]
+    fn an_event_s_text_is_built_once_for_every_group_that_sends_it_alike() {
+        let mut texts = EventTexts::default();
+        let update = change(7, "update");
+        let both = texts.of(&update, false, vec!["name".to_owned(), "title".to_owned()]);
+        let again = texts.of(&update, false, vec!["name".to_owned(), "title".to_owned()]);
+        assert_eq!(both.as_ptr(), again.as_ptr(), "one text, shared");
+
+        let narrower = texts.of(&update, false, vec!["name".to_owned()]);
+        let leave = texts.of(&update, true, Vec::new());
+        let next = texts.of(&change(8, "update"), false, vec!["name".to_owned()]);
+        for (text, expected) in [
+            (
+                &both,
+                r#""action":"update","at":"2027-01-15T08:00:00.000Z","by":null,"properties":["name","title"]"#,
+            ),
+            (
+                &narrower,
+                r#""action":"update","at":"2027-01-15T08:00:00.000Z","by":null,"properties":["name"]"#,
+            ),
+            (
+                &leave,
+                r#""action":"leave","at":"2027-01-15T08:00:00.000Z","by":null,"properties":[]"#,
+            ),
+        ] {
+            let text = std::str::from_utf8(text).unwrap();
+            assert!(text.starts_with("id: 7\nevent: change\n"), "{text}");
+            assert!(text.contains(expected), "{text}");
+        }
+        assert!(std::str::from_utf8(&next).unwrap().starts_with("id: 8\n"));
+    }
 }
