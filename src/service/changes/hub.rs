@@ -10,7 +10,7 @@ use std::time::Duration;
 use dashmap::DashMap;
 use tokio::sync::{Notify, watch};
 
-use super::select::{Group, Subscriber, merge, select};
+use super::select::{Group, Parts, Subscriber, merge, select};
 use crate::db::changes;
 use crate::db::placement::Clusters;
 use crate::error::{ApiError, ErrorCode};
@@ -239,8 +239,9 @@ impl ChangeHub {
         };
         let batches = select(&mut conn, db, &rows, groups).await?;
         drop(conn);
+        let mut parts = Parts::default();
         for (group, batch) in groups.iter_mut().zip(&batches) {
-            group.hand(batch, last);
+            group.hand(batch, last, &mut parts);
         }
         groups.retain_mut(Group::keep_open);
         merge(groups);

@@ -9,7 +9,7 @@
 //! was deleted (its row keeps its rights and views). The streams of one
 //! caller and query at one place in the log form a group, whose events are
 //! worked out once; an event's text is built once for every group sending
-//! it alike. A group keeps the entities it has reported as matching
+//! it alike, and a body part once for every stream sent the same events. A group keeps the entities it has reported as matching
 //! (and, when filtered, those matching when it opened), at most
 //! [`REPORTED`](super::reported::REPORTED), each with the change it was
 //! reported at: `leave` goes to the streams told of those no longer
@@ -113,15 +113,16 @@ impl Group {
         !self.query.filters.is_empty() || !self.query.words.is_empty()
     }
 
-    /// Hands each stream its part of `batch` (one write per stream) and
+    /// Hands each stream its part of `batch` (one write per stream), taken
+    /// from `shared` when a stream of another group got the same events, and
     /// moves on to change `last`; a stream that cannot take its part (its
     /// client is too slow, or gone) is dropped.
-    pub(super) fn hand(&mut self, batch: &Batch, last: i64) {
+    pub(super) fn hand(&mut self, batch: &Batch, last: i64, shared: &mut Parts) {
         let mut parts: HashMap<i64, Bytes> = HashMap::new();
         self.members.retain(|member| {
             let part = parts
                 .entry(batch.distinct_for(member.opened_after))
-                .or_insert_with(|| batch.part_for(member.opened_after))
+                .or_insert_with(|| batch.part_for(member.opened_after, shared))
                 .clone();
             member.events.send(part)
         });
@@ -163,22 +164,39 @@ pub(super) struct Batch {
 
 /// An event for the streams of a group.
 struct Event {
-    text: Bytes,
+    text: Text,
     /// For streams opened before this change only (the `leave` of an
     /// unfiltered stream: it was reported at this change); `None`: all.
     opened_before: Option<i64>,
 }
 
+/// The body parts of one batch's streams, whatever their group: streams
+/// sent the same events share one part (the streams of a thousand callers
+/// who see the batch alike hold one copy of it between them).
+#[derive(Default)]
+pub(super) struct Parts(HashMap<Vec<usize>, Bytes>);
+
 impl Batch {
     /// The body part of a stream opened after change `opened_after`.
-    fn part_for(&self, opened_after: i64) -> Bytes {
-        let mut part = BytesMut::new();
-        for event in &self.events {
-            if event.opened_before.is_none_or(|at| opened_after < at) {
-                part.extend_from_slice(&event.text);
-            }
-        }
-        part.freeze()
+    fn part_for(&self, opened_after: i64, shared: &mut Parts) -> Bytes {
+        let sent: Vec<&Text> = self
+            .events
+            .iter()
+            .filter(|event| event.opened_before.is_none_or(|at| opened_after < at))
+            .map(|event| &event.text)
+            .collect();
+        let key = sent.iter().map(|text| text.number).collect();
+        shared
+            .0
+            .entry(key)
+            .or_insert_with(|| {
+                let mut part = BytesMut::with_capacity(sent.iter().map(|text| text.bytes.len()).sum());
+                for text in sent {
+                    part.extend_from_slice(&text.bytes);
+                }
+                part.freeze()
+            })
+            .clone()
     }
 
     /// A key under which streams get the same part: every stream, unless
@@ -267,16 +285,27 @@ pub(super) async fn select(
 /// alike (the groups of many callers mostly send the same events, differing
 /// only in the properties their views name).
 #[derive(Default)]
-struct EventTexts(HashMap<(i64, bool, Vec<String>), Bytes>);
+struct EventTexts(HashMap<(i64, bool, Vec<String>), Text>);
+
+/// An event's text, numbered within its batch.
+#[derive(Clone)]
+struct Text {
+    number: usize,
+    bytes: Bytes,
+}
 
 impl EventTexts {
     /// The event of change `row` (a `leave` when `leave`) naming `properties`.
-    fn of(&mut self, row: &ChangeRow, leave: bool, properties: Vec<String>) -> Bytes {
+    fn of(&mut self, row: &ChangeRow, leave: bool, properties: Vec<String>) -> Text {
+        let number = self.0.len();
         self.0
             .entry((row.id, leave, properties))
             .or_insert_with_key(|(_, leave, properties)| {
                 let action = if *leave { "leave" } else { row.action.as_str() };
-                change_event(row, action, properties)
+                Text {
+                    number,
+                    bytes: change_event(row, action, properties),
+                }
             })
             .clone()
     }
@@ -418,11 +447,17 @@ mod tests {
         let update = change(7, "update");
         let both = texts.of(&update, false, vec!["name".to_owned(), "title".to_owned()]);
         let again = texts.of(&update, false, vec!["name".to_owned(), "title".to_owned()]);
-        assert_eq!(both.as_ptr(), again.as_ptr(), "one text, shared");
+        assert_eq!(both.bytes.as_ptr(), again.bytes.as_ptr(), "one text, shared");
+        assert_eq!(both.number, again.number);
 
         let narrower = texts.of(&update, false, vec!["name".to_owned()]);
         let leave = texts.of(&update, true, Vec::new());
         let next = texts.of(&change(8, "update"), false, vec!["name".to_owned()]);
+        let numbers: std::collections::HashSet<usize> = [&both, &narrower, &leave, &next]
+            .iter()
+            .map(|text| text.number)
+            .collect();
+        assert_eq!(numbers.len(), 4, "each text its own number");
         for (text, expected) in [
             (
                 &both,
@@ -437,10 +472,41 @@ mod tests {
                 r#""action":"leave","at":"2027-01-15T08:00:00.000Z","by":null,"properties":[]"#,
             ),
         ] {
-            let text = std::str::from_utf8(text).unwrap();
+            let text = std::str::from_utf8(&text.bytes).unwrap();
             assert!(text.starts_with("id: 7\nevent: change\n"), "{text}");
             assert!(text.contains(expected), "{text}");
         }
-        assert!(std::str::from_utf8(&next).unwrap().starts_with("id: 8\n"));
+        assert!(std::str::from_utf8(&next.bytes).unwrap().starts_with("id: 8\n"));
+    }
+
+    #[test]
+    fn streams_of_any_group_sent_the_same_events_share_one_part() {
+        let mut texts = EventTexts::default();
+        let (created, hidden) = (change(7, "create"), change(9, "update"));
+        let event = |text: Text, opened_before| Event { text, opened_before };
+        // two callers' groups: the second also had `hidden` reported at 7
+        let first = Batch {
+            events: vec![event(texts.of(&created, false, vec!["name".to_owned()]), None)],
+        };
+        let second = Batch {
+            events: vec![
+                event(texts.of(&created, false, vec!["name".to_owned()]), None),
+                event(texts.of(&hidden, true, Vec::new()), Some(7)),
+            ],
+        };
+        let mut shared = Parts::default();
+        let one = first.part_for(3, &mut shared);
+        let opened_later = second.part_for(8, &mut shared);
+        assert_eq!(one.as_ptr(), opened_later.as_ptr(), "the same events, one part");
+        let elder = second.part_for(3, &mut shared);
+        assert_ne!(elder.as_ptr(), one.as_ptr());
+        let elder = std::str::from_utf8(&elder).unwrap();
+        assert!(elder.starts_with(std::str::from_utf8(&one).unwrap()), "{elder}");
+        assert!(
+            elder.ends_with(
+                "\"action\":\"leave\",\"at\":\"2027-01-15T08:00:00.000Z\",\"by\":null,\"properties\":[]}\n\n"
+            ),
+            "{elder}"
+        );
     }
 }
