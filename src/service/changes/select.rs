@@ -5,12 +5,14 @@
 //! stream with the list query's own SQL, rights included, in one statement
 //! per distinct (caller, query) among the streams; for the others, which
 //! match every entity their caller may read, the batch's live entities are
-//! read once and each caller's rights applied to them here. A deletion is tested against the entity as it
-//! was deleted (its row keeps its rights and views). The streams of one
+//! read once and each caller's rights applied to them here. A deletion is
+//! tested against the entity as it was deleted (its row keeps its rights
+//! and views). The streams of one
 //! caller and query at one place in the log form a group, whose events are
 //! worked out once; an event's text is built once for every group sending
-//! it alike, and a body part once for every stream sent the same events. A group keeps the entities it has reported as matching
-//! (and, when filtered, those matching when it opened), at most
+//! it alike, and a body part once for every stream sent the same events. A
+//! group keeps the entities it has reported as matching (and, when
+//! filtered, those matching when it opened), at most
 //! [`REPORTED`](super::reported::REPORTED), each with the change it was
 //! reported at: `leave` goes to the streams told of those no longer
 //! matching, and a filtered stream is told of a deletion only for them
