@@ -42,10 +42,11 @@ BEGIN
             created_at)::entity_change
         FROM created
         WHERE deleted_at IS NULL),
-        -- as the outbox trigger tells a webhook: by its type's name
+        -- as the outbox trigger tells a webhook: by its type's name (each
+        -- type looked up once: a statement may create thousands)
         EXISTS (SELECT 1 FROM webhooks w WHERE w.db IN (SELECT db FROM created) AND w.parked_at IS NULL)
-        OR EXISTS (SELECT 1 FROM created n JOIN entities t ON t.db = n.db AND t.id = n.type_id
-            WHERE t.name = 'webhook'));
+        OR EXISTS (SELECT 1 FROM (SELECT DISTINCT db, type_id FROM created) n
+            JOIN entities t ON t.db = n.db AND t.id = n.type_id WHERE t.name = 'webhook'));
     RETURN NULL;
 END
 $$;
