@@ -3,6 +3,7 @@
 //! query's filters match, resumable by id; and the tickets that let a
 //! browser's `EventSource` (which sends no header) open one.
 
+mod events;
 mod hub;
 mod listen;
 mod queue;

@@ -10,7 +10,8 @@ use std::time::Duration;
 use dashmap::DashMap;
 use tokio::sync::{Notify, watch};
 
-use super::select::{Group, Parts, Subscriber, merge, select};
+use super::events::Parts;
+use super::select::{Group, Subscriber, merge, select};
 use crate::db::changes;
 use crate::db::placement::Clusters;
 use crate::error::{ApiError, ErrorCode};
