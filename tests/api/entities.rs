@@ -631,6 +631,12 @@ async fn unknown_database_entity_and_property_are_404() {
         let (status, body) = app.get(path, &owner).await;
         assert_eq!((status, body["status"].as_u64()), (404, Some(404)), "{path}");
     }
+    // a database's routes share one scope: a method none of them takes on
+    // a path they serve is answered like an unknown path
+    for (method, path) in [("PUT", "/api/demo/entity"), ("POST", "/api/demo")] {
+        let (status, body) = app.call(method, path, Some(&owner), Some(json!([]))).await;
+        assert_eq!((status, body["status"].as_u64()), (404, Some(404)), "{method} {path}");
+    }
     for (method, path) in [
         ("POST", "/api/demo/entity/malformed"),
         ("DELETE", "/api/demo/entity/000000000000000000000000"),
