@@ -176,7 +176,7 @@ pub async fn create_for_login(
 /// Every table holding a database's data besides its `databases` row, each
 /// keyed by `db`, in an order deleting them one by one keeps to the foreign
 /// keys: what deleting a database removes, and what moving it copies.
-pub const DATA_TABLES: [&str; 15] = [
+pub const DATA_TABLES: [&str; 16] = [
     "change_log",
     "webhook_attempts",
     "webhook_outbox",
@@ -190,6 +190,7 @@ pub const DATA_TABLES: [&str; 15] = [
     "number_tallies",
     "entities",
     "entity_tallies",
+    "audience_stamps",
     "audiences",
     "property_multiplicity",
 ];

@@ -17,6 +17,7 @@ struct Shelf {
     books: Vec<String>,
     title_definition: String,
     parent: String,
+    book: String,
 }
 
 /// A public `book` type with `title` shown publicly, `code` in the domain
@@ -67,6 +68,7 @@ async fn shelf() -> Shelf {
         books,
         title_definition,
         parent,
+        book,
     }
 }
 
@@ -136,6 +138,64 @@ async fn value_filters_answer_as_the_entity_rows_do_for_every_caller() {
     assert_eq!(shelf.matches(None, "title.string.exists=true").await, [0, 4]);
     assert_eq!(shelf.matches(reader, "code.string.exists=true").await, [0, 1]);
     assert_eq!(shelf.matches(None, "code.string.exists=true").await, NONE);
+}
+
+/// A caller's readable audiences are resolved once and bound into their
+/// later list queries; rights no entity had before make a new audience, and
+/// the caller's next query finds its entity all the same (the query checks
+/// the database's audience stamp), for a person and for anonymous callers.
+#[tokio::test]
+async fn a_list_finds_the_entities_of_an_audience_added_since_the_callers_last_list() {
+    let mut shelf = shelf().await;
+    let reader = shelf.reader.clone();
+    let by_price = "price.number.gt=5&sort=-price.number";
+    let by_title = "title.string.exists=true&sort=title.string";
+    assert_eq!(shelf.matches(Some(&reader), by_price).await, [5, 2]);
+    assert_eq!(shelf.matches(None, by_title).await, [0, 4]);
+
+    let (other, _) = shelf.app.add_person(&shelf.owner, "Other").await;
+    let new_audiences = [
+        // domain-shared, and viewed by the reader: its private price too
+        json!([{"type": "title", "string": "G"}, {"type": "price", "number": 80},
+               {"type": "_sharing", "string": "domain"}, {"type": "_viewer", "reference": shelf.reader_id}]),
+        // public, and viewed by someone new: its public title to anyone
+        json!([{"type": "title", "string": "H"}, {"type": "_sharing", "string": "public"},
+               {"type": "_viewer", "reference": other}]),
+    ];
+    for values in new_audiences {
+        let book = shelf.app.create(&shelf.owner, &shelf.book, values).await;
+        shelf.books.push(book);
+    }
+    assert_eq!(shelf.matches(Some(&reader), by_price).await, [6, 5, 2]);
+    assert_eq!(shelf.matches(None, by_title).await, [0, 4, 7]);
+}
+
+/// A caller who may read more audiences than a statement binds as ids has
+/// them found in the statement itself: the answer is the same, and follows
+/// new audiences as well.
+#[tokio::test]
+async fn a_caller_who_may_read_many_audiences_finds_every_entity_of_them() {
+    let shelf = shelf().await;
+    let app = &shelf.app;
+    let folder = app.create_type(&shelf.owner, "folder").await;
+    let viewed_by_the_reader_and = |other: &str| {
+        json!([{"type": "price", "number": 100}, {"type": "_viewer", "reference": shelf.reader_id},
+               {"type": "_viewer", "reference": other}])
+    };
+    for _ in 0..70 {
+        // each book its own audience: the reader and a folder of its own as viewers
+        let other = app.create(&shelf.owner, &folder, json!([])).await;
+        app.create(&shelf.owner, &shelf.book, viewed_by_the_reader_and(&other))
+            .await;
+    }
+    let count = |body: Json| body["count"].as_i64().unwrap();
+    let query = "price.number.gte=100&limit=1";
+    assert_eq!(count(shelf.answer(Some(&shelf.reader), query).await), 70);
+    let other = app.create(&shelf.owner, &folder, json!([])).await;
+    app.create(&shelf.owner, &shelf.book, viewed_by_the_reader_and(&other))
+        .await;
+    assert_eq!(count(shelf.answer(Some(&shelf.reader), query).await), 71);
+    assert_eq!(count(shelf.answer(None, query).await), 0);
 }
 
 #[tokio::test]

@@ -155,7 +155,7 @@ impl Chunks {
         if let Some(count) = self.counted.or_else(|| count_from_page(&self.query, self.read)) {
             return Ok(count);
         }
-        let (_, count) = page_statements(&self.db, self.person.as_deref(), &self.query, &self.facts, None);
+        let (_, count) = page_statements(&self.db, self.person.as_deref(), &self.query, &self.facts, None, None);
         Ok(count.into_query().get_result::<CountRow>(conn).await?.count)
     }
 }

@@ -4,7 +4,7 @@
 //! ([`Chunks`]); `filters` builds the `WHERE`, `sort` the order, `group` the
 //! grouped lists. Queries of positive value filters are answered from the
 //! value rows alone (`matches`: they carry what decides the caller's view,
-//! `visibility`), counts of whole types from the tallies (`tallies`), and a
+//! `visibility`, against the audiences resolved for the caller, `readable`), counts of whole types from the tallies (`tallies`), and a
 //! whole type's page sorted by a number from where the number tallies say
 //! it starts (`sorted_by_number`).
 
@@ -15,6 +15,7 @@ mod facts;
 mod filters;
 mod group;
 mod matches;
+mod readable;
 mod search;
 mod sort;
 mod sorted_by_number;
@@ -24,6 +25,7 @@ mod targets;
 mod visibility;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Nullable, Text};
@@ -35,6 +37,7 @@ use facts::PropertyFacts;
 use filters::where_clause;
 use group::{group_statement, run_grouped};
 use matches::FromValues;
+use readable::Readable;
 use sort::{order_by, ordered_matches};
 use sorted_by_number::NumberSortedPage;
 use statement::{Bind, Sql};
@@ -90,17 +93,23 @@ pub async fn run(
         let facts = PropertyFacts::of(conn, db, query).await?;
         return run_grouped(conn, db, person, query, &facts).await;
     }
-    // Built on the facts this process last saw of its properties, checked in
-    // the page's own statement; read first when unknown or changed since.
+    // Built on the facts this process last saw of its properties and on the
+    // audiences it last resolved for the caller, both checked in the page's
+    // own statement; read first when unknown or changed since.
     let mut last_seen = PropertyFacts::last_seen(db, query);
+    let mut resolved = Readable::last_seen(db, person);
     let (rows, targets, count) = loop {
         let checked = last_seen.is_some();
         let facts = match last_seen.take() {
             Some(facts) => facts,
             None => PropertyFacts::of(conn, db, query).await?,
         };
-        let (page, count) = statements(conn, db, person, query, &facts).await?;
-        let rows = targets::with_targets(page, db, checked.then_some(&facts))
+        let readable = match resolved.take() {
+            Some(readable) => readable,
+            None => Readable::resolve(conn, db, person).await?,
+        };
+        let (page, count) = statements(conn, db, person, query, &facts, readable.clone()).await?;
+        let rows = targets::with_targets(page, db, checked.then_some(&facts), readable.as_deref())
             .into_query()
             .load(conn)
             .await?;
@@ -138,7 +147,8 @@ pub async fn explain(
     let statements = if query.group.is_empty() {
         // where a page sorted by a number starts, read before it
         let start = NumberSortedPage::plan(query, &facts).map(|sorted| sorted.start_statement(db, person));
-        let (page, count) = statements(conn, db, person, query, &facts).await?;
+        let readable = Readable::resolve(conn, db, person).await?;
+        let (page, count) = statements(conn, db, person, query, &facts, readable).await?;
         let count = (!page_counts_matches(query)).then_some(count);
         start.into_iter().chain([page]).chain(count).collect()
     } else {
@@ -186,25 +196,37 @@ async fn statements(
     person: Option<&str>,
     query: &ListQuery,
     facts: &PropertyFacts,
+    readable: Option<Arc<Readable>>,
 ) -> Result<(Sql, Sql), ApiError> {
     if let Some(sorted) = NumberSortedPage::plan(query, facts)
         && let Some(started) = sorted.started(conn, db, person).await?
     {
-        return Ok(page_statements(db, person, &started, facts, Some(sorted.whole())));
+        return Ok(page_statements(
+            db,
+            person,
+            &started,
+            facts,
+            Some(sorted.whole()),
+            readable,
+        ));
     }
-    Ok(page_statements(db, person, query, facts, None))
+    Ok(page_statements(db, person, query, facts, None, readable))
 }
 
 /// One page of matches, and the count of all matches (needed unless the page
 /// counted them or shows the count itself, see [`count_from_page`]); that
 /// count is `whole` when given, for a query that reads its page with more
-/// filters than its matches have (a [`NumberSortedPage`]).
+/// filters than its matches have (a [`NumberSortedPage`]). The page binds the
+/// audiences `readable` when given, and must then check that they still hold
+/// (as [`targets::with_targets`] does); the count, read in a later snapshot,
+/// finds them itself.
 fn page_statements(
     db: &str,
     person: Option<&str>,
     query: &ListQuery,
     facts: &PropertyFacts,
     whole: Option<&WholeCount>,
+    readable: Option<Arc<Readable>>,
 ) -> (Sql, Sql) {
     let referencing = &facts.referencing;
     let plan = FromValues::plan(query, facts);
@@ -212,7 +234,7 @@ fn page_statements(
         Some(_) => Sql::planned_for_any_values(),
         None => Sql::default(),
     };
-    let mut page = statement();
+    let mut page = statement().with_readable(readable);
     page.push("SELECT ").push(ENTITY_COLUMNS);
     if page_counts_matches(query) {
         // Sort keys and the count come from narrow rows (id and keys), and

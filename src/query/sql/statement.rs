@@ -2,13 +2,14 @@
 //! the values bound to them.
 
 use std::collections::HashSet;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use chrono::{DateTime, NaiveDate, Utc};
 use diesel::pg::Pg;
 use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
 use diesel::sql_types::{Array, BigInt, Bool, Date, Double, Text, Timestamptz};
 
+use super::readable::Readable;
 use crate::db::prepared::Prepared;
 use crate::query::ListQuery;
 
@@ -53,6 +54,9 @@ pub(super) struct Sql {
     binds: Vec<Bind>,
     /// Whether each value is read through a subquery (see [`Sql::planned_for_any_values`]).
     values_unseen_by_planner: bool,
+    /// The audiences the caller may read, when resolved before the
+    /// statement: bound as ids instead of found in it (see `visibility`).
+    readable: Option<Arc<Readable>>,
 }
 
 impl Sql {
@@ -70,6 +74,17 @@ impl Sql {
             values_unseen_by_planner: true,
             ..Sql::default()
         }
+    }
+
+    /// Binds the audiences the caller may read into every visibility test
+    /// built after this (see `visibility::Readable`).
+    pub(super) fn with_readable(mut self, readable: Option<Arc<Readable>>) -> Sql {
+        self.readable = readable;
+        self
+    }
+
+    pub(super) fn readable(&self) -> Option<Arc<Readable>> {
+        self.readable.clone()
     }
 
     pub(super) fn push(&mut self, text: &str) -> &mut Self {

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use super::filters::{TypeFilter, positive_filters};
 use super::statement::{Bind, Sql};
-use super::visibility::readable_audiences;
+use super::visibility::readable_audience;
 use crate::query::ListQuery;
 
 /// The count of a query whose only filters are on `_type`.
@@ -53,8 +53,8 @@ impl WholeCount {
     pub(super) fn push_into(&self, sql: &mut Sql, db: &str, person: Option<&str>) {
         sql.push("SELECT coalesce(sum(t.count), 0)::bigint AS count FROM entity_tallies t WHERE t.db = ")
             .bind(Bind::Text(db.to_owned()))
-            .push(" AND t.audience IN ");
-        readable_audiences(sql, db, person);
+            .push(" AND ");
+        readable_audience(sql, "t.audience", db, person);
         for filter in &self.types {
             sql.push(" AND ");
             filter.test(sql, db, "t.type_id");

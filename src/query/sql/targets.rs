@@ -2,8 +2,9 @@
 //! in a CTE, its rows first and then the live entities its documents
 //! reference, as `db::references::targets` reads them. One statement for
 //! what took two round trips (the targets were read once the page came).
-//! A page built on the facts last seen of its properties ends with a row
-//! telling whether they still hold.
+//! A page built on the facts last seen of its properties, or on the
+//! audiences last resolved for its caller, ends with a row telling whether
+//! they still hold.
 
 use std::sync::LazyLock;
 
@@ -12,14 +13,16 @@ use diesel::sql_types::{Integer, Nullable, Text};
 
 use super::PageRow;
 use super::facts::PropertyFacts;
+use super::readable::Readable;
 use super::statement::{Bind, Sql};
+use super::visibility::still_held;
 use crate::db::references::{self, Target};
 
 /// What a row of [`with_targets`] is (its `part`).
 const PAGE: i32 = 0;
 const TARGET: i32 = 1;
-/// The row whose `matches` is 1 when the facts the page was built on held.
-const FACTS: i32 = 2;
+/// The row whose `matches` is 1 when what the page was built on held.
+const CHECK: i32 = 2;
 
 /// What follows the page: its rows, then its references' targets.
 static PAGE_THEN_TARGETS: LazyLock<String> = LazyLock::new(|| {
@@ -31,17 +34,17 @@ static PAGE_THEN_TARGETS: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// The start of the facts' check row, its `matches` to follow.
-static FACTS_ROW: LazyLock<String> = LazyLock::new(|| {
+/// The start of the check row, its `matches` to follow.
+static CHECK_ROW: LazyLock<String> = LazyLock::new(|| {
     format!(
-        " UNION ALL SELECT {FACTS}, NULL, '', NULL, '{{}}', NULL, '', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
+        " UNION ALL SELECT {CHECK}, NULL, '', NULL, '{{}}', NULL, '', '{{}}', '{{}}', '{{}}', '{{}}', '{{}}', \
          'null', '{{}}', '{{}}', CASE WHEN "
     )
 });
 
 /// A row of [`with_targets`]: one of the page's, in its order, a target
 /// (its `EntityRow` holding only the columns a [`Target`] needs), or the
-/// facts' check.
+/// check of what the page was built on.
 #[derive(QueryableByName)]
 pub(super) struct PageOrTarget {
     #[diesel(sql_type = Integer)]
@@ -53,24 +56,39 @@ pub(super) struct PageOrTarget {
 }
 
 /// `page` followed by the targets of its rows' references, and by the check
-/// of `assumed` when the page was built on facts not read for it. A CTE scan
-/// runs in no parallel worker, so the page's rows come first and in its order.
-pub(super) fn with_targets(mut page: Sql, db: &str, assumed: Option<&PropertyFacts>) -> Sql {
+/// of what it was built on without reading it in its own snapshot: facts
+/// `assumed` and audiences `readable`. A CTE scan runs in no parallel worker,
+/// so the page's rows come first and in its order.
+pub(super) fn with_targets(
+    mut page: Sql,
+    db: &str,
+    assumed: Option<&PropertyFacts>,
+    readable: Option<&Readable>,
+) -> Sql {
     page.text.insert_str(0, "WITH page AS MATERIALIZED (");
     page.push(&PAGE_THEN_TARGETS).bind(Bind::Text(db.to_owned())).push(
         " AND t.deleted_at IS NULL AND t.id = ANY (ARRAY( \
          SELECT jsonb_path_query(page.doc, '$.*[*].reference') #>> '{}' FROM page))",
     );
-    if let Some(assumed) = assumed {
-        page.push(&FACTS_ROW);
-        assumed.still_hold(&mut page, db);
-        page.push(" THEN 1 ELSE 0 END");
+    if assumed.is_none() && readable.is_none() {
+        return page;
     }
+    page.push(&CHECK_ROW);
+    if let Some(assumed) = assumed {
+        assumed.still_hold(&mut page, db);
+    }
+    if let Some(readable) = readable {
+        if assumed.is_some() {
+            page.push(" AND ");
+        }
+        still_held(&mut page, readable, db);
+    }
+    page.push(" THEN 1 ELSE 0 END");
     page
 }
 
 /// The page's rows, in order, and the targets read with them; `None` when
-/// the facts the page was built on no longer held.
+/// the facts or audiences the page was built on no longer held.
 pub(super) fn split(rows: Vec<PageOrTarget>) -> Option<(Vec<PageRow>, Vec<Target>)> {
     let mut page = Vec::with_capacity(rows.len());
     let mut targets = Vec::new();
