@@ -35,10 +35,14 @@ pub(super) struct PropertyFacts {
     pub(super) computed: HashSet<String>,
     /// What these sets were built from, property by property.
     pub(super) found: Vec<Fact>,
+    /// The database generation at which all of them were last found to
+    /// hold, when the same for all: until the next committed change,
+    /// nothing can have changed them.
+    held_at: Option<i64>,
 }
 
 /// What one property is in a database, whatever a query does with it.
-#[derive(Debug, Clone, QueryableByName)]
+#[derive(Debug, Clone, PartialEq, QueryableByName)]
 pub(super) struct Fact {
     #[diesel(sql_type = Text)]
     prop: String,
@@ -84,7 +88,15 @@ static OF_P_IN_F: LazyLock<String> = LazyLock::new(|| facts_of_p("f.db"));
 /// query names an existing one).
 const SEEN_MOST: usize = 10_000;
 
-static SEEN: LazyLock<DashMap<String, HashMap<String, Fact>>> = LazyLock::new(DashMap::new);
+static SEEN: LazyLock<DashMap<String, HashMap<String, Seen>>> = LazyLock::new(DashMap::new);
+
+/// A fact as last found, and the generation at which a page's statement
+/// last found it still held.
+#[derive(Clone)]
+struct Seen {
+    fact: Fact,
+    held_at: Option<i64>,
+}
 
 /// The properties of `query` whose facts its SQL needs, each with whether
 /// it is filtered or grouped by `string` (only then do its references count).
@@ -158,10 +170,11 @@ impl PropertyFacts {
             seen.clear();
         }
         for fact in &found {
-            seen.insert(fact.prop.clone(), fact.clone());
+            let fact = fact.clone();
+            seen.insert(fact.prop.clone(), Seen { fact, held_at: None });
         }
         drop(seen);
-        Ok(PropertyFacts::from_found(&props, found))
+        Ok(PropertyFacts::from_found(&props, found, None))
     }
 
     /// The facts `query` needs as this process last found them, when it
@@ -176,12 +189,30 @@ impl PropertyFacts {
         let found = props
             .iter()
             .map(|(prop, _)| seen.get(*prop).cloned())
-            .collect::<Option<Vec<Fact>>>()?;
+            .collect::<Option<Vec<Seen>>>()?;
         drop(seen);
-        Some(PropertyFacts::from_found(&props, found))
+        let held_at = found[0]
+            .held_at
+            .filter(|at| found.iter().all(|seen| seen.held_at == Some(*at)));
+        let found = found.into_iter().map(|seen| seen.fact).collect();
+        Some(PropertyFacts::from_found(&props, found, held_at))
     }
 
-    fn from_found(props: &[(&str, bool)], found: Vec<Fact>) -> PropertyFacts {
+    /// Records that a page's statement found these facts still held when
+    /// the database's generation was `generation`.
+    pub(super) fn held_at(&self, db: &str, generation: i64) {
+        let Some(mut seen) = SEEN.get_mut(db) else {
+            return;
+        };
+        for fact in &self.found {
+            // unless read anew meanwhile
+            if let Some(seen) = seen.get_mut(&fact.prop).filter(|seen| seen.fact == *fact) {
+                seen.held_at = Some(generation);
+            }
+        }
+    }
+
+    fn from_found(props: &[(&str, bool)], found: Vec<Fact>, held_at: Option<i64>) -> PropertyFacts {
         let mut facts = PropertyFacts::default();
         for fact in &found {
             let by_string = props.iter().any(|(prop, filtered)| *prop == fact.prop && *filtered);
@@ -196,14 +227,23 @@ impl PropertyFacts {
             }
         }
         facts.found = found;
+        facts.held_at = held_at;
         facts
     }
 
     /// Appends a boolean expression that is true when these facts (of at
     /// least one property) are still those of database `db` (in the
-    /// statement's own snapshot).
+    /// statement's own snapshot): at once when its generation is still the
+    /// one they last held at, or else when found again.
     pub(super) fn still_hold(&self, sql: &mut Sql, db: &str) {
         let column = |value: fn(&Fact) -> bool| self.found.iter().map(value).collect::<Vec<bool>>();
+        if let Some(generation) = self.held_at {
+            sql.push("((SELECT d.generation FROM databases d WHERE d.name = ")
+                .bind(Bind::Text(db.to_owned()))
+                .push(") = ")
+                .bind(Bind::Integer(generation))
+                .push(" OR ");
+        }
         sql.push(
             "(SELECT bool_and(facts.has_references = p.has_references AND facts.single = p.single \
              AND facts.computed = p.computed) FROM (SELECT ",
@@ -222,5 +262,8 @@ impl PropertyFacts {
         .push(") AS p(prop, has_references, single, computed), LATERAL (SELECT ")
         .push(&OF_P_IN_F)
         .push(") facts)");
+        if self.held_at.is_some() {
+            sql.push(")");
+        }
     }
 }

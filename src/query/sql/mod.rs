@@ -113,8 +113,11 @@ pub async fn run(
             .into_query()
             .load(conn)
             .await?;
-        if let Some((rows, targets)) = targets::split(rows) {
-            break (rows, targets, count);
+        if let Some(split) = targets::split(rows) {
+            if let Some(generation) = split.held_at.filter(|_| checked) {
+                facts.held_at(db, generation);
+            }
+            break (split.rows, split.targets, count);
         }
     };
     let counted = rows.as_slice().first().and_then(|row| row.matches);

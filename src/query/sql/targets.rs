@@ -21,7 +21,8 @@ use crate::db::references::{self, Target};
 /// What a row of [`with_targets`] is (its `part`).
 const PAGE: i32 = 0;
 const TARGET: i32 = 1;
-/// The row whose `matches` is 1 when what the page was built on held.
+/// The row whose `matches` is 1 + the database's generation when what the
+/// page was built on held, 0 when not.
 const CHECK: i32 = 2;
 
 /// What follows the page: its rows, then its references' targets.
@@ -83,22 +84,39 @@ pub(super) fn with_targets(
         }
         still_held(&mut page, readable, db);
     }
-    page.push(" THEN 1 ELSE 0 END");
+    // held: 1 + the generation they held at
+    page.push(" THEN 1 + (SELECT d.generation FROM databases d WHERE d.name = ")
+        .bind(Bind::Text(db.to_owned()))
+        .push(") ELSE 0 END");
     page
+}
+
+/// A page read with [`with_targets`].
+pub(super) struct Split {
+    pub(super) rows: Vec<PageRow>,
+    pub(super) targets: Vec<Target>,
+    /// The database's generation in the page's snapshot, when it checked
+    /// what it was built on (and found it held).
+    pub(super) held_at: Option<i64>,
 }
 
 /// The page's rows, in order, and the targets read with them; `None` when
 /// the facts or audiences the page was built on no longer held.
-pub(super) fn split(rows: Vec<PageOrTarget>) -> Option<(Vec<PageRow>, Vec<Target>)> {
-    let mut page = Vec::with_capacity(rows.len());
-    let mut targets = Vec::new();
+pub(super) fn split(rows: Vec<PageOrTarget>) -> Option<Split> {
+    let mut split = Split {
+        rows: Vec::with_capacity(rows.len()),
+        targets: Vec::new(),
+        held_at: None,
+    };
     for PageOrTarget { part, type_name, row } in rows {
         match part {
-            PAGE => page.push(row),
-            TARGET => targets.push(references::target_of(row.entity, type_name)),
-            _ if row.matches == Some(1) => {}
-            _ => return None,
+            PAGE => split.rows.push(row),
+            TARGET => split.targets.push(references::target_of(row.entity, type_name)),
+            _ => match row.matches {
+                Some(held) if held > 0 => split.held_at = Some(held - 1),
+                _ => return None,
+            },
         }
     }
-    Some((page, targets))
+    Some(split)
 }
