@@ -38,7 +38,7 @@ pub(super) struct PropertyFacts {
     /// The database generation at which all of them were last found to
     /// hold, when the same for all: until the next committed change,
     /// nothing can have changed them.
-    held_at: Option<i64>,
+    pub(super) held_at: Option<i64>,
 }
 
 /// What one property is in a database, whatever a query does with it.
@@ -95,7 +95,7 @@ static SEEN: LazyLock<DashMap<String, HashMap<String, Seen>>> = LazyLock::new(Da
 #[derive(Clone)]
 struct Seen {
     fact: Fact,
-    held_at: Option<i64>,
+    pub(super) held_at: Option<i64>,
 }
 
 /// The properties of `query` whose facts its SQL needs, each with whether
