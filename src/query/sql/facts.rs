@@ -95,7 +95,7 @@ static SEEN: LazyLock<DashMap<String, HashMap<String, Seen>>> = LazyLock::new(Da
 #[derive(Clone)]
 struct Seen {
     fact: Fact,
-    pub(super) held_at: Option<i64>,
+    held_at: Option<i64>,
 }
 
 /// The properties of `query` whose facts its SQL needs, each with whether
