@@ -72,10 +72,26 @@ impl LocalCluster {
             .map(|out| out.status.success())
             .unwrap_or(false);
         if started {
+            self.keep_a_free_port()?;
             self.start()?;
         }
         self.require_password()?;
         Ok(started)
+    }
+
+    /// Moves a stopped cluster to a free port when another server (another
+    /// checkout's cluster, say) took its own while it was stopped: it would
+    /// not start otherwise.
+    fn keep_a_free_port(&self) -> Result<(), String> {
+        let port = self.port()?;
+        if TcpListener::bind(format!("127.0.0.1:{port}")).is_ok() {
+            return Ok(());
+        }
+        let port = free_port()?;
+        // the later of two settings holds
+        append(&self.data_dir.join("postgresql.conf"), &format!("port = {port}\n"))?;
+        std::fs::write(self.data_dir.join(PORT_FILE), port.to_string())
+            .map_err(|e| format!("cannot record the cluster port: {e}"))
     }
 
     fn start(&self) -> Result<(), String> {
