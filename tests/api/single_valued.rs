@@ -44,36 +44,49 @@ async fn group_sizes(app: &TestApp, token: &str) -> Vec<(Json, Json)> {
         .collect()
 }
 
+/// Gadgets priced 5 to 9 are in it, sorted by their largest price.
+const RANGE: &str = "price.number.gte=5&price.number.lt=10&sort=-price.number";
+
+/// A `gadget` type and one gadget per price, their ids in that order.
+async fn gadgets_priced(app: &TestApp, token: &str, prices: &[i64]) -> Vec<String> {
+    let gadget = app.create_type(token, "gadget").await;
+    let mut gadgets = Vec::new();
+    for price in prices {
+        gadgets.push(
+            app.create(token, &gadget, json!([{"type": "price", "number": price}]))
+                .await,
+        );
+    }
+    gadgets
+}
+
+/// Adds a second price to `gadget`; the new value's id.
+async fn add_price(app: &TestApp, token: &str, gadget: &str, price: i64) -> String {
+    let (status, body) = app
+        .post(
+            &format!("/api/demo/entity/{gadget}"),
+            token,
+            json!({"type": "price", "number": price}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["properties"][0]["_id"].as_str().unwrap().to_owned()
+}
+
 #[tokio::test]
 async fn a_second_value_makes_the_entity_keyed_by_all_its_values_until_it_is_deleted() {
     let app = TestApp::start().await;
     let token = app.owner_token().await;
-    let gadget = app.create_type(&token, "gadget").await;
-    let mut gadgets = Vec::new();
-    for price in [5, 6, 7] {
-        gadgets.push(
-            app.create(&token, &gadget, json!([{"type": "price", "number": price}]))
-                .await,
-        );
-    }
-    let range = "price.number.gte=5&price.number.lt=10&sort=-price.number";
+    let gadgets = gadgets_priced(&app, &token, &[5, 6, 7]).await;
     assert_eq!(
-        ids(&app, &token, range).await,
+        ids(&app, &token, RANGE).await,
         [gadgets[2].clone(), gadgets[1].clone(), gadgets[0].clone()]
     );
 
     // gadget 0 also costs 50: sorted by its largest price, outside the range
-    let (status, body) = app
-        .post(
-            &format!("/api/demo/entity/{}", gadgets[0]),
-            &token,
-            json!({"type": "price", "number": 50}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let added = body["properties"][0]["_id"].as_str().unwrap().to_owned();
+    let added = add_price(&app, &token, &gadgets[0], 50).await;
     assert_eq!(
-        ids(&app, &token, range).await,
+        ids(&app, &token, RANGE).await,
         [gadgets[0].clone(), gadgets[2].clone(), gadgets[1].clone()]
     );
     // and grouped by its smallest, 5
@@ -86,7 +99,7 @@ async fn a_second_value_makes_the_entity_keyed_by_all_its_values_until_it_is_del
     let (status, body) = app.delete(&format!("/api/demo/property/{added}"), &token).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
-        ids(&app, &token, range).await,
+        ids(&app, &token, RANGE).await,
         [gadgets[2].clone(), gadgets[1].clone(), gadgets[0].clone()]
     );
 
@@ -107,7 +120,7 @@ async fn a_second_value_makes_the_entity_keyed_by_all_its_values_until_it_is_del
         group_sizes(&app, &token).await,
         [(json!(5), json!(1)), (json!(7), json!(1))]
     );
-    assert_eq!(ids(&app, &token, range).await, [gadgets[2].clone(), gadgets[0].clone()]);
+    assert_eq!(ids(&app, &token, RANGE).await, [gadgets[2].clone(), gadgets[0].clone()]);
     let several = multiplicity(&app).await;
     assert_eq!(several, 0, "no entity holds two prices");
 }
@@ -201,28 +214,13 @@ async fn entities_created_with_several_values_and_values_added_after_them_in_one
 async fn facts_found_to_hold_at_a_generation_are_found_again_after_a_write() {
     let app = TestApp::start().await;
     let token = app.owner_token().await;
-    let gadget = app.create_type(&token, "gadget").await;
-    let mut gadgets = Vec::new();
-    for price in [5, 6] {
-        gadgets.push(
-            app.create(&token, &gadget, json!([{"type": "price", "number": price}]))
-                .await,
-        );
-    }
-    let range = "price.number.gte=5&price.number.lt=10&sort=-price.number";
+    let gadgets = gadgets_priced(&app, &token, &[5, 6]).await;
     let in_order = [gadgets[1].clone(), gadgets[0].clone()];
     // read, checked (and found held at this generation), then checked at
     // once; each page its own answer, none taken from the answer cache
     for limit in 10..13 {
-        assert_eq!(ids(&app, &token, &format!("{range}&limit={limit}")).await, in_order);
+        assert_eq!(ids(&app, &token, &format!("{RANGE}&limit={limit}")).await, in_order);
     }
-    let (status, body) = app
-        .post(
-            &format!("/api/demo/entity/{}", gadgets[0]),
-            &token,
-            json!({"type": "price", "number": 50}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(ids(&app, &token, range).await, [gadgets[0].clone(), gadgets[1].clone()]);
+    add_price(&app, &token, &gadgets[0], 50).await;
+    assert_eq!(ids(&app, &token, RANGE).await, [gadgets[0].clone(), gadgets[1].clone()]);
 }
