@@ -88,6 +88,10 @@ impl Pool {
 /// bounded by the same time, so a burst of slow queries is answered 503
 /// instead of queueing requests without end. JIT compilation is off: it costs
 /// tens of milliseconds per query and pays off only for long analytical ones.
+/// So are parallel workers: starting them costs milliseconds per query, and
+/// the plans kept for any value (see `query::sql`) estimate a third of a
+/// table for every range, so past a million value rows a 20-row page was
+/// planned parallel and served at a quarter of its rate.
 pub fn pool(url: &str, size: usize, statement_timeout_ms: u64) -> Result<Pool, String> {
     pool_per_worker(url, false, size, statement_timeout_ms, 0)
 }
@@ -109,7 +113,10 @@ pub fn pool_per_worker(
         true => url.to_owned(),
         false => {
             let separator = if url.contains('?') { '&' } else { '?' };
-            format!("{url}{separator}options=-c%20statement_timeout%3D{statement_timeout_ms}%20-c%20jit%3Doff")
+            format!(
+                "{url}{separator}options=-c%20statement_timeout%3D{statement_timeout_ms}%20-c%20jit%3Doff\
+                 %20-c%20max_parallel_workers_per_gather%3D0"
+            )
         }
     };
     let share = size / (workers + 1);

@@ -3,7 +3,8 @@
 //! database itself, for migrations and `LISTEN`).
 //!
 //! PgBouncer 1.18 drops the `options` startup parameter (or refuses it), so
-//! the statement limit and `jit = off` are kept as the role's settings in
+//! the statement limit, `jit = off` and no parallel workers are kept as the
+//! role's settings in
 //! the database instead, which every server connection PgBouncer opens
 //! starts with; and it keeps no prepared statements, which
 //! [`super::pooler_wire`] makes up for. `direct_url` and the pooler's server
@@ -78,7 +79,8 @@ pub fn direct_url(direct_url: &str, url: &str) -> String {
     if direct_url.is_empty() { url } else { direct_url }.to_owned()
 }
 
-/// Keeps the statement limit (0: none) and `jit = off` as the settings of
+/// Keeps the statement limit (0: none), `jit = off` and no parallel
+/// workers (see [`super::pool`]) as the settings of
 /// `direct_url`'s role in its database, which PgBouncer's server connections
 /// log in as, before any of them is opened for this process (one opened
 /// before keeps what it started with until PgBouncer replaces it). They hold
@@ -94,6 +96,7 @@ pub async fn keep_limits_on_role(direct_url: &str, statement_timeout_ms: u64) ->
         "DO $$ BEGIN \
          EXECUTE format('ALTER ROLE CURRENT_USER IN DATABASE %I SET statement_timeout = {statement_timeout_ms}', current_database()); \
          EXECUTE format('ALTER ROLE CURRENT_USER IN DATABASE %I SET jit = off', current_database()); \
+         EXECUTE format('ALTER ROLE CURRENT_USER IN DATABASE %I SET max_parallel_workers_per_gather = 0', current_database()); \
          END $$"
     );
     diesel::sql_query(statement).execute(&mut conn).await.map_err(|e| {

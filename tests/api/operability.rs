@@ -514,3 +514,34 @@ async fn requests_on_connections_postgresql_ended_answer_503_with_retry_after_ne
     }
     assert_eq!(statuses.last(), Some(&201), "writes work again: {statuses:?}");
 }
+
+/// Settings a pooled connection starts with, as its sessions see them.
+#[derive(diesel::QueryableByName)]
+struct SessionSettings {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    parallel_workers: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    jit: String,
+}
+
+/// Starting parallel workers costs milliseconds a statement, and the plans
+/// kept for any value estimate a third of a table for every range: past a
+/// million value rows, 20-row pages were planned parallel.
+#[tokio::test]
+async fn pooled_connections_plan_without_parallel_workers_or_jit() {
+    let pool = eds::db::pool(&support::fresh_database(), 1, 0).unwrap();
+    let mut conn = pool.get().await.unwrap();
+    let settings: SessionSettings = diesel_async::RunQueryDsl::get_result(
+        diesel::sql_query(
+            "SELECT current_setting('max_parallel_workers_per_gather') AS parallel_workers, \
+             current_setting('jit') AS jit",
+        ),
+        &mut conn,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (settings.parallel_workers.as_str(), settings.jit.as_str()),
+        ("0", "off")
+    );
+}

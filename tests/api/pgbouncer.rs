@@ -239,6 +239,30 @@ async fn the_statement_timeout_answers_503_query_timeout_through_pgbouncer() {
     assert_eq!(status, 200, "{body}");
 }
 
+/// The pool's settings reach PgBouncer's server connections through the
+/// role, as the `options` startup parameter does not pass it.
+#[tokio::test]
+async fn server_connections_through_pgbouncer_plan_without_parallel_workers_or_jit() {
+    let bouncer = pgbouncer();
+    let (name, ..) = demo_database().await;
+    let _served = Served::start(bouncer, &name, &[]).await;
+    let (client, connection) = tokio_postgres::connect(&bouncer.url(&name), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let row = client
+        .query_one(
+            "SELECT current_setting('max_parallel_workers_per_gather'), current_setting('jit')",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (row.get::<_, String>(0), row.get::<_, String>(1)),
+        ("0".to_owned(), "off".to_owned())
+    );
+}
+
 #[tokio::test]
 async fn sixteen_concurrent_requests_share_two_server_connections_without_a_failure() {
     let bouncer = pgbouncer();
