@@ -239,14 +239,18 @@ impl Writers {
             .or_insert_with(|| {
                 let (clusters, limits, formulas_due) = (self.clusters.clone(), self.limits, self.formulas_due.clone());
                 let db = request.db.clone();
-                DbWriter::start_in_arbiter(&self.home.handle(), move |_| DbWriter {
-                    db,
-                    clusters,
-                    limits,
-                    formulas_due,
-                    waiting: Vec::new(),
-                    committing: false,
-                    known: WriterCache::default(),
+                DbWriter::start_in_arbiter(&self.home.handle(), move |_| {
+                    // its connections' drivers then run on its own thread
+                    crate::db::enter_writers_thread();
+                    DbWriter {
+                        db,
+                        clusters,
+                        limits,
+                        formulas_due,
+                        waiting: Vec::new(),
+                        committing: false,
+                        known: WriterCache::default(),
+                    }
                 })
             })
             .clone();

@@ -16,7 +16,7 @@ pub mod placement;
 pub mod placement_copy;
 pub mod placement_reads;
 mod pool;
-pub use pool::{Pool, enter_worker_thread, new_connection, pool, pool_per_worker, server_pool};
+pub use pool::{Pool, enter_worker_thread, enter_writers_thread, new_connection, pool, pool_per_worker, server_pool};
 pub mod pooler;
 mod pooler_wire;
 pub mod prepared;

@@ -1,8 +1,10 @@
 //! The connection pool. The server's pool keeps a share of its connections
-//! per HTTP worker thread: a connection's driver runs on the thread that
-//! opened it, so a query from another thread wakes that thread and waits for
-//! it to be woken back — two thread hand-offs per statement, about a fifth of
-//! a read by id's CPU. Threads that are not HTTP workers (the writers, the
+//! per HTTP worker thread, and one for the thread the writers run on: a
+//! connection's driver runs on the thread that opened it, so a query from
+//! another thread wakes that thread and waits for it to be woken back — two
+//! thread hand-offs per statement, about a fifth of a read by id's CPU, and
+//! on a busy machine a wait for a time slice at each of a write's round
+//! trips while it holds its database's writer. The other threads (the
 //! background work) share one more share.
 
 use std::cell::Cell;
@@ -23,27 +25,41 @@ type Shard = deadpool::managed::Pool<Connections>;
 /// Connections to one database; cloning shares them.
 #[derive(Clone)]
 pub struct Pool {
-    /// One per HTTP worker, then the one of every other thread; or one for all.
+    /// One per HTTP worker, the writers' thread's, then the one of every
+    /// other thread; or one for all.
     shards: Arc<[Shard]>,
 }
 
 /// A connection taken from a [`Pool`], given back when dropped.
 pub type Connection = Object<Connections>;
 
+/// Whose share of a per-worker pool a thread takes its connections from.
+#[derive(Clone, Copy)]
+enum Share {
+    HttpWorker(usize),
+    Writers,
+    Rest,
+}
+
 thread_local! {
-    /// This thread's number among the HTTP workers, when it is one.
-    static WORKER: Cell<Option<usize>> = const { Cell::new(None) };
+    static SHARE: Cell<Share> = const { Cell::new(Share::Rest) };
 }
 static WORKERS_STARTED: AtomicUsize = AtomicUsize::new(0);
 
 /// Marks the calling thread as an HTTP worker: it takes its connections from
 /// its own share of a per-worker pool from now on.
 pub fn enter_worker_thread() {
-    WORKER.with(|worker| {
-        if worker.get().is_none() {
-            worker.set(Some(WORKERS_STARTED.fetch_add(1, Ordering::Relaxed)));
+    SHARE.with(|share| {
+        if matches!(share.get(), Share::Rest) {
+            share.set(Share::HttpWorker(WORKERS_STARTED.fetch_add(1, Ordering::Relaxed)));
         }
     });
+}
+
+/// Marks the calling thread as the one the writers run on: it takes its
+/// connections from the writers' share of a per-worker pool from now on.
+pub fn enter_writers_thread() {
+    SHARE.with(|share| share.set(Share::Writers));
 }
 
 impl Pool {
@@ -75,10 +91,15 @@ impl Pool {
     }
 
     fn shard(&self) -> &Shard {
-        let workers = self.shards.len() - 1;
-        match WORKER.with(Cell::get) {
-            Some(worker) if workers > 0 => &self.shards[worker % workers],
-            _ => &self.shards[workers],
+        let rest = self.shards.len() - 1;
+        if rest == 0 {
+            return &self.shards[0];
+        }
+        let workers = rest - 1;
+        match SHARE.with(Cell::get) {
+            Share::HttpWorker(worker) => &self.shards[worker % workers],
+            Share::Writers => &self.shards[workers],
+            Share::Rest => &self.shards[rest],
         }
     }
 }
@@ -97,11 +118,12 @@ pub fn pool(url: &str, size: usize, statement_timeout_ms: u64) -> Result<Pool, S
 }
 
 /// As [`pool`], its `size` connections shared out among `workers` HTTP
-/// worker threads, the rest to the other threads; a pool too small to give
-/// each share two connections (a request may hold one while it takes
-/// another) stays whole. With `behind_pooler`, `url` is a
-/// transaction-pooling PgBouncer (see [`pooler`]): the limits are the role's
-/// settings, kept there by [`pooler::keep_limits_on_role`].
+/// worker threads, the writers' thread and the other threads; a pool too
+/// small to give each share two connections (a request may hold one while
+/// it takes another), or shared by no workers, stays whole. With
+/// `behind_pooler`, `url` is a transaction-pooling PgBouncer (see
+/// [`pooler`]): the limits are the role's settings, kept there by
+/// [`pooler::keep_limits_on_role`].
 pub fn pool_per_worker(
     url: &str,
     behind_pooler: bool,
@@ -119,13 +141,8 @@ pub fn pool_per_worker(
             )
         }
     };
-    let share = size / (workers + 1);
-    let sizes = match share {
-        0 | 1 => vec![size],
-        _ => [vec![share; workers], vec![size - share * workers]].concat(),
-    };
     let wait = (statement_timeout_ms > 0).then(|| Duration::from_millis(statement_timeout_ms));
-    let shards = sizes
+    let shards = share_sizes(size, workers)
         .into_iter()
         .map(|size| {
             Shard::builder(Connections::new(url.clone(), behind_pooler))
@@ -137,6 +154,17 @@ pub fn pool_per_worker(
         })
         .collect::<Result<Arc<[Shard]>, String>>()?;
     Ok(Pool { shards })
+}
+
+/// The sizes of a pool's shares: `workers` equal ones, then the rest halved
+/// (the writers' share, the other threads'), or one for all.
+fn share_sizes(size: usize, workers: usize) -> Vec<usize> {
+    let share = size / (workers + 1);
+    let rest = size.saturating_sub(share * workers);
+    match workers > 0 && share >= 2 && rest >= 4 {
+        true => [vec![share; workers], vec![rest / 2, rest - rest / 2]].concat(),
+        false => vec![size],
+    }
 }
 
 /// The server's pool on `url`, shared out among `workers` HTTP worker
@@ -213,4 +241,39 @@ pub async fn new_connection(pool: &Pool) -> Result<AsyncPgConnection, crate::err
         .create()
         .await
         .map_err(|error| deadpool::managed::PoolError::Backend(error).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_writers_have_a_share_of_their_own_beside_the_workers_and_the_rest() {
+        assert_eq!(share_sizes(16, 2), [5, 5, 3, 3]);
+        assert_eq!(share_sizes(32, 3), [8, 8, 8, 4, 4]);
+        // every share holds two, or the pool stays whole
+        assert_eq!(share_sizes(6, 2), [6]);
+        assert_eq!(share_sizes(16, 0), [16]);
+    }
+
+    #[test]
+    fn each_thread_takes_its_connections_from_its_own_share() {
+        let pool = pool_per_worker("postgres://nobody@127.0.0.1:1/none", false, 16, 0, 2).unwrap();
+        let share_of = |enter: fn()| {
+            let pool = pool.clone();
+            std::thread::spawn(move || {
+                enter();
+                let shard: *const Shard = pool.shard();
+                pool.shards.iter().position(|candidate| std::ptr::eq(candidate, shard))
+            })
+            .join()
+            .unwrap()
+        };
+        // two workers started one after the other: the two workers' shares
+        let mut workers = [share_of(enter_worker_thread), share_of(enter_worker_thread)];
+        workers.sort();
+        assert_eq!(workers, [Some(0), Some(1)]);
+        assert_eq!(share_of(enter_writers_thread), Some(2));
+        assert_eq!(share_of(|| ()), Some(3));
+    }
 }
