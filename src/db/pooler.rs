@@ -4,9 +4,8 @@
 //!
 //! PgBouncer 1.18 drops the `options` startup parameter (or refuses it), so
 //! the statement limit, `jit = off` and no parallel workers are kept as the
-//! role's settings in
-//! the database instead, which every server connection PgBouncer opens
-//! starts with; and it keeps no prepared statements, which
+//! role's settings in the database instead, which every server connection
+//! PgBouncer opens starts with; and it keeps no prepared statements, which
 //! [`super::pooler_wire`] makes up for. `direct_url` and the pooler's server
 //! connections log in as the same role.
 
@@ -79,13 +78,13 @@ pub fn direct_url(direct_url: &str, url: &str) -> String {
     if direct_url.is_empty() { url } else { direct_url }.to_owned()
 }
 
-/// Keeps the statement limit (0: none), `jit = off` and no parallel
-/// workers (see [`super::pool`]) as the settings of
-/// `direct_url`'s role in its database, which PgBouncer's server connections
-/// log in as, before any of them is opened for this process (one opened
-/// before keeps what it started with until PgBouncer replaces it). They hold
-/// for that role's sessions in that PostgreSQL database alone; migrations
-/// lift the limit for their own session.
+/// Keeps the statement limit (0: none), `jit = off` and no parallel workers
+/// (see [`super::pool`]) as the settings of `direct_url`'s role in its
+/// database, which PgBouncer's server connections log in as, before any of
+/// them is opened for this process (one opened before keeps what it started
+/// with until PgBouncer replaces it). They hold for that role's sessions in
+/// that PostgreSQL database alone; migrations lift the limit for their own
+/// session.
 pub async fn keep_limits_on_role(direct_url: &str, statement_timeout_ms: u64) -> Result<(), String> {
     use diesel_async::AsyncConnection;
     let mut conn = AsyncPgConnection::establish(direct_url)
