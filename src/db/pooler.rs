@@ -79,8 +79,8 @@ pub fn direct_url(direct_url: &str, url: &str) -> String {
 }
 
 /// Keeps the statement limit (0: none), `jit = off` and no parallel workers
-/// (see [`super::pool`]) as the settings of `direct_url`'s role in its
-/// database, which PgBouncer's server connections log in as, before any of
+/// (as the pool's own connections have them) as the settings of
+/// `direct_url`'s role in its database, which PgBouncer's server connections log in as, before any of
 /// them is opened for this process (one opened before keeps what it started
 /// with until PgBouncer replaces it). They hold for that role's sessions in
 /// that PostgreSQL database alone; migrations lift the limit for their own
