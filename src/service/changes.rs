@@ -119,7 +119,7 @@ pub async fn open(
         };
         (cursor, reset, reported)
     };
-    let (events, receiver) = service.changes.queue();
+    let (events, receiver) = queue::queue();
     service
         .changes
         .subscribe(

@@ -11,7 +11,6 @@ use dashmap::DashMap;
 use tokio::sync::{Notify, watch};
 
 use super::events::Parts;
-use super::queue::{self, Budget};
 use super::select::{Group, Subscriber, merge, select};
 use crate::db::changes;
 use crate::db::placement::Clusters;
@@ -36,8 +35,6 @@ pub struct ChangeHub {
     max_per_caller: usize,
     open: AtomicUsize,
     per_caller: DashMap<String, usize>,
-    /// What the streams have waiting for their clients, all together.
-    queued: Arc<Budget>,
     closing: watch::Sender<bool>,
 }
 
@@ -79,7 +76,6 @@ impl ChangeHub {
             max_per_caller,
             open: AtomicUsize::new(0),
             per_caller: DashMap::new(),
-            queued: Budget::new(queue::PROCESS_LIMIT_BYTES),
             closing: watch::channel(false).0,
         })
     }
@@ -110,11 +106,6 @@ impl ChangeHub {
             hub: self.clone(),
             caller,
         })
-    }
-
-    /// A new stream's queue, bounded with the process's others.
-    pub(super) fn queue(&self) -> (queue::Sender, queue::Receiver) {
-        queue::queue(self.queued.clone())
     }
 
     /// Streams open in this process.
