@@ -435,6 +435,62 @@ mod tests {
         assert_eq!(projection.search_public, "herbert");
     }
 
+    /// `q` looks for all of a signed-in caller's words in one text or all
+    /// in the other (`query::sql::search`): it relies on this.
+    #[test]
+    fn a_viewers_search_text_holds_every_word_of_the_domain_views() {
+        let anyone = |anonymous| Audience {
+            anonymous,
+            persons_except: Some(BTreeSet::new()),
+            named: BTreeSet::new(),
+        };
+        let all_but_ann = Audience {
+            persons_except: Some(set(&["ann"])),
+            ..Audience::default()
+        };
+        let named = |persons: &[&str]| Audience {
+            named: set(persons),
+            ..Audience::default()
+        };
+        let targets = [
+            anyone(true),
+            anyone(false),
+            all_but_ann,
+            named(&["ann"]),
+            named(&["ann", "bo"]),
+        ];
+        let context = ProjectionContext {
+            targets: targets
+                .into_iter()
+                .enumerate()
+                .map(|(n, readers)| (format!("t{n}"), (format!("Target{n}"), readers)))
+                .collect(),
+            ..book_context()
+        };
+        for sharing in ["private", "domain", "public"] {
+            for viewers in [&["ann"][..], &["ann", "bo"], &[]] {
+                let mut rows = vec![
+                    text("v", "_sharing", sharing),
+                    text("w", "title", "Dune Messiah"),
+                    text("x", "email", "a@b.c"),
+                    text("y", "salary", "secret"),
+                ];
+                rows.extend((0..5).map(|n| reference(&format!("r{n}"), "author", &format!("t{n}"))));
+                let lists = RightsLists {
+                    viewers: set(viewers),
+                    noaccess: set(&["cy"]),
+                    ..RightsLists::default()
+                };
+                let mut projection = Projection::from_values("e1", &rows, &context);
+                projection.index_search(&rows, &context, &lists);
+                let private: BTreeSet<&str> = projection.search_private.split(' ').collect();
+                for word in projection.search_domain.split_whitespace() {
+                    assert!(private.contains(word), "{sharing} {viewers:?}: {word}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn references_in_a_document_are_its_own_not_the_system_ones() {
         let doc = json!({

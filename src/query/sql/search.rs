@@ -3,23 +3,44 @@
 
 use super::statement::{Bind, Sql};
 
-/// ` AND ...` for each search word of `q`: the entity's search text, as
-/// the caller's view of it shows it, contains the word.
+/// ` AND ...` for the search words of `q`: the entity's search text, as the
+/// caller's view of it shows it, contains every word.
+///
+/// A viewer's search text holds every word of the domain view's (whatever
+/// the domain view may read, its viewers may), so a signed-in caller's
+/// words are all looked for in one text or all in the other: each text's
+/// trigram index then answers every word in one scan, candidates holding
+/// all of them, rather than the planner driving the search from one word's
+/// candidates, which it cannot tell apart by their number.
 pub(super) fn search_words(sql: &mut Sql, person: Option<&str>, words: &[String]) {
-    for word in words {
-        let pattern = Bind::Text(format!("%{}%", escape_like(word)));
-        match person {
-            None => _ = sql.push(" AND e.search_public LIKE ").bind(pattern),
-            // Viewers search every searchable value, others the domain view's.
-            Some(person) => {
-                sql.push(" AND (e.search_domain LIKE ")
-                    .bind(pattern.clone())
-                    .push(" OR (")
-                    .bind(Bind::Text(person.to_owned()))
-                    .push(" = ANY (e.viewers) AND e.search_private LIKE ")
-                    .bind(pattern)
-                    .push("))");
-            }
+    if words.is_empty() {
+        return;
+    }
+    let patterns: Vec<Bind> = words
+        .iter()
+        .map(|word| Bind::Text(format!("%{}%", escape_like(word))))
+        .collect();
+    let all_in = |sql: &mut Sql, text: &str| {
+        for (n, pattern) in patterns.iter().enumerate() {
+            sql.push(if n == 0 { "" } else { " AND " })
+                .push(text)
+                .push(" LIKE ")
+                .bind(pattern.clone());
+        }
+    };
+    match person {
+        None => {
+            sql.push(" AND ");
+            all_in(sql, "e.search_public");
+        }
+        Some(person) => {
+            sql.push(" AND ((");
+            all_in(sql, "e.search_domain");
+            sql.push(") OR (")
+                .bind(Bind::Text(person.to_owned()))
+                .push(" = ANY (e.viewers) AND ");
+            all_in(sql, "e.search_private");
+            sql.push("))");
         }
     }
 }
