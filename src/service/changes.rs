@@ -119,7 +119,7 @@ pub async fn open(
         };
         (cursor, reset, reported)
     };
-    let (events, receiver) = queue::queue();
+    let (events, receiver) = service.changes.queue();
     service
         .changes
         .subscribe(

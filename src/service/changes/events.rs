@@ -8,6 +8,7 @@ use bytes::{Bytes, BytesMut};
 use chrono::SecondsFormat;
 use serde_json::json;
 
+use super::queue::{Budget, Part};
 use crate::db::changes::ChangeRow;
 
 /// A group's events of one batch, in change order.
@@ -27,12 +28,23 @@ pub(super) struct Event {
 /// The body parts of one batch's streams, whatever their group: streams
 /// sent the same events share one part (the streams of a thousand callers
 /// who see the batch alike hold one copy of it between them).
-#[derive(Default)]
-pub(super) struct Parts(HashMap<Vec<usize>, Bytes>);
+pub(super) struct Parts {
+    built: HashMap<Vec<usize>, Part>,
+    budget: Budget,
+}
+
+impl Parts {
+    pub(super) fn new(budget: &Budget) -> Parts {
+        Parts {
+            built: HashMap::new(),
+            budget: budget.clone(),
+        }
+    }
+}
 
 impl Batch {
     /// The body part of a stream opened after change `opened_after`.
-    pub(super) fn part_for(&self, opened_after: i64, shared: &mut Parts) -> Bytes {
+    pub(super) fn part_for(&self, opened_after: i64, shared: &mut Parts) -> Part {
         let sent: Vec<&Text> = self
             .events
             .iter()
@@ -41,14 +53,14 @@ impl Batch {
             .collect();
         let key = sent.iter().map(|text| text.number).collect();
         shared
-            .0
+            .built
             .entry(key)
             .or_insert_with(|| {
                 let mut part = BytesMut::with_capacity(sent.iter().map(|text| text.bytes.len()).sum());
                 for text in sent {
                     part.extend_from_slice(&text.bytes);
                 }
-                part.freeze()
+                shared.budget.part(part.freeze())
             })
             .clone()
     }
@@ -109,6 +121,7 @@ fn change_event(row: &ChangeRow, action: &str, properties: &[String]) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::changes::queue::PROCESS_LIMIT_BYTES;
 
     fn change(id: i64, action: &str) -> ChangeRow {
         ChangeRow {
@@ -174,14 +187,18 @@ mod tests {
                 event(texts.of(&hidden, true, Vec::new()), Some(7)),
             ],
         };
-        let mut shared = Parts::default();
+        let mut shared = Parts::new(&Budget::new(PROCESS_LIMIT_BYTES));
         let one = first.part_for(3, &mut shared);
         let opened_later = second.part_for(8, &mut shared);
-        assert_eq!(one.as_ptr(), opened_later.as_ptr(), "the same events, one part");
+        assert_eq!(
+            one.bytes().as_ptr(),
+            opened_later.bytes().as_ptr(),
+            "the same events, one part"
+        );
         let elder = second.part_for(3, &mut shared);
-        assert_ne!(elder.as_ptr(), one.as_ptr());
-        let elder = std::str::from_utf8(&elder).unwrap();
-        assert!(elder.starts_with(std::str::from_utf8(&one).unwrap()), "{elder}");
+        assert_ne!(elder.bytes().as_ptr(), one.bytes().as_ptr());
+        let elder = std::str::from_utf8(elder.bytes()).unwrap();
+        assert!(elder.starts_with(std::str::from_utf8(one.bytes()).unwrap()), "{elder}");
         assert!(
             elder.ends_with(
                 "\"action\":\"leave\",\"at\":\"2027-01-15T08:00:00.000Z\",\"by\":null,\"properties\":[]}\n\n"

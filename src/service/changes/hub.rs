@@ -11,6 +11,7 @@ use dashmap::DashMap;
 use tokio::sync::{Notify, watch};
 
 use super::events::Parts;
+use super::queue::{self, Budget};
 use super::select::{Group, Subscriber, merge, select};
 use crate::db::changes;
 use crate::db::placement::Clusters;
@@ -35,6 +36,8 @@ pub struct ChangeHub {
     max_per_caller: usize,
     open: AtomicUsize,
     per_caller: DashMap<String, usize>,
+    /// The bytes waiting in all its streams' queues.
+    queued: Budget,
     closing: watch::Sender<bool>,
 }
 
@@ -76,6 +79,7 @@ impl ChangeHub {
             max_per_caller,
             open: AtomicUsize::new(0),
             per_caller: DashMap::new(),
+            queued: Budget::new(queue::PROCESS_LIMIT_BYTES),
             closing: watch::channel(false).0,
         })
     }
@@ -138,6 +142,11 @@ impl ChangeHub {
         for reader in readers.values() {
             reader.wake.notify_one();
         }
+    }
+
+    /// A new stream's queue, counted in the process's budget.
+    pub(super) fn queue(&self) -> (queue::Sender, queue::Receiver) {
+        queue::queue(&self.queued)
     }
 
     /// Adds `subscriber` to database `db`'s reader, starting one if needed.
@@ -240,7 +249,7 @@ impl ChangeHub {
         };
         let batches = select(&mut conn, db, &rows, groups).await?;
         drop(conn);
-        let mut parts = Parts::default();
+        let mut parts = Parts::new(&self.queued);
         for (group, batch) in groups.iter_mut().zip(&batches) {
             group.hand(batch, last, &mut parts);
         }

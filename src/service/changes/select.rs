@@ -23,11 +23,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use diesel_async::AsyncPgConnection;
 
 use super::events::{Batch, Event, EventTexts, Parts};
-use super::queue;
+use super::queue::{self, Part};
 use super::reported::Reported;
 use crate::db::changes::{self, ChangeRow};
 use crate::db::values::EntityRow;
@@ -119,12 +118,11 @@ impl Group {
     /// moves on to change `last`; a stream that cannot take its part (its
     /// client is too slow, or gone) is dropped.
     pub(super) fn hand(&mut self, batch: &Batch, last: i64, shared: &mut Parts) {
-        let mut parts: HashMap<i64, Bytes> = HashMap::new();
+        let mut parts: HashMap<i64, Part> = HashMap::new();
         self.members.retain(|member| {
             let part = parts
                 .entry(batch.distinct_for(member.opened_after))
-                .or_insert_with(|| batch.part_for(member.opened_after, shared))
-                .clone();
+                .or_insert_with(|| batch.part_for(member.opened_after, shared));
             member.events.send(part)
         });
         self.cursor = self.cursor.max(last);
