@@ -1152,6 +1152,10 @@ async fn an_authenticated_caller_searches_public_and_domain_entities_in_their_vi
     assert_eq!(found(Some(&reader), "covert").await, Vec::<String>::new());
     assert_eq!(found(Some(&reader), "hidden").await, Vec::<String>::new());
     assert_eq!(found(Some(&reader), "emma").await, Vec::<String>::new());
+    // several words: a viewer's may lie in shared and unshared values alike,
+    // another caller's all in the shared ones
+    assert_eq!(found(Some(&lib.token), "persua%20covert").await, [domain.as_str()]);
+    assert_eq!(found(Some(&reader), "persua%20covert").await, Vec::<String>::new());
 }
 
 #[tokio::test]

@@ -20,28 +20,31 @@ pub(super) fn search_words(sql: &mut Sql, person: Option<&str>, words: &[String]
         .iter()
         .map(|word| Bind::Text(format!("%{}%", escape_like(word))))
         .collect();
-    let all_in = |sql: &mut Sql, text: &str| {
-        for (n, pattern) in patterns.iter().enumerate() {
-            sql.push(if n == 0 { "" } else { " AND " })
-                .push(text)
-                .push(" LIKE ")
-                .bind(pattern.clone());
-        }
-    };
     match person {
         None => {
             sql.push(" AND ");
-            all_in(sql, "e.search_public");
+            contains_every(sql, "e.search_public", &patterns);
         }
         Some(person) => {
             sql.push(" AND ((");
-            all_in(sql, "e.search_domain");
+            contains_every(sql, "e.search_domain", &patterns);
             sql.push(") OR (")
                 .bind(Bind::Text(person.to_owned()))
                 .push(" = ANY (e.viewers) AND ");
-            all_in(sql, "e.search_private");
+            contains_every(sql, "e.search_private", &patterns);
             sql.push("))");
         }
+    }
+}
+
+/// `text LIKE p1 AND text LIKE p2 ...`: one condition per pattern on one
+/// search text, which its trigram index answers in one scan.
+fn contains_every(sql: &mut Sql, text: &str, patterns: &[Bind]) {
+    for (n, pattern) in patterns.iter().enumerate() {
+        if n > 0 {
+            sql.push(" AND ");
+        }
+        sql.push(text).push(" LIKE ").bind(pattern.clone());
     }
 }
 
