@@ -38,10 +38,7 @@ pub async fn begin_writes(conn: &mut AsyncPgConnection, name: &str) -> QueryResu
             .bind::<Text, _>(format!("writes/{name}")),
     )
     .execute(conn);
-    let announce = Prepared::kept(diesel::sql_query(
-        "SELECT set_config('eds.bumps_generation', 'on', true)",
-    ))
-    .execute(conn);
+    let announce = Prepared::kept(diesel::sql_query(ANNOUNCE_BUMP)).execute(conn);
     let read = Prepared::kept(
         // a moved database's old copy is found no more: its late writers write on its new cluster
         diesel::sql_query("SELECT generation FROM databases WHERE name = $1 AND moved_at IS NULL")
@@ -50,6 +47,22 @@ pub async fn begin_writes(conn: &mut AsyncPgConnection, name: &str) -> QueryResu
     .get_result::<Generation>(conn);
     let (_, _, found) = futures_util::try_join!(lock, announce, read)?;
     Ok(found.generation)
+}
+
+/// Tells the generation trigger that the caller's transaction bumps the
+/// generation itself ([`bump_generation`], last).
+const ANNOUNCE_BUMP: &str = "SELECT set_config('eds.bumps_generation', 'on', true)";
+
+/// Tells the generation trigger, as [`begin_writes`] does, that the caller's
+/// transaction bumps the generation itself, for work that changes many
+/// entities outside the writer without its lock (re-projecting a type's
+/// entities a batch at a time): otherwise a deferred trigger per changed row
+/// runs at commit (20–49 ms for 1,000 rows, against 1–8 ms announced).
+pub async fn announce_bump(conn: &mut AsyncPgConnection) -> QueryResult<()> {
+    Prepared::kept(diesel::sql_query(ANNOUNCE_BUMP))
+        .execute(conn)
+        .await
+        .map(drop)
 }
 
 /// Takes database `name`'s write lock for the caller's transaction, as
@@ -67,7 +80,7 @@ pub async fn take_write_lock(conn: &mut AsyncPgConnection, name: &str) -> QueryR
 }
 
 /// Bumps database `name`'s generation for a writer's transaction begun with
-/// [`begin_writes`], as its last statement: the row lock on `databases` is
+/// [`begin_writes`] (or one that called [`announce_bump`]), as its last statement: the row lock on `databases` is
 /// then the last lock it takes, as with the trigger, so writers holding
 /// other locks cannot deadlock on it. Answers the new generation.
 pub async fn bump_generation(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<i64> {

@@ -7,9 +7,9 @@ use diesel::QueryResult;
 use diesel_async::scoped_futures::ScopedFutureExt;
 use diesel_async::{AsyncConnection, AsyncPgConnection};
 
-use crate::db::projection::{self, Followers, TypeCache};
+use crate::db::projection::{self, Before, Followers, TypeCache};
 use crate::db::reprojection_queue::{self, BATCH};
-use crate::db::{formula_queue, formulas, values};
+use crate::db::{formula_queue, formulas, generation, values};
 
 /// Re-projects the next batch of the oldest queued type no one else is
 /// working on: those of its entities that read only their type in bulk,
@@ -32,17 +32,23 @@ pub async fn reproject_next(conn: &mut AsyncPgConnection) -> QueryResult<bool> {
                 reprojection_queue::finish(conn, entry.id).await?;
                 return Ok(true);
             };
+            generation::announce_bump(conn).await?;
             // Entities a write holds are left to the formula queue (which
             // waits for them one at a time): the batch is taken without
             // waiting for any writer, so it cannot deadlock with one.
             let locked = values::lock_live_unheld(conn, &entry.db, &batch).await?;
             let taken: HashSet<String> = locked.iter().map(|row| row.id.clone()).collect();
             let (mut later, followers) =
-                projection::reproject_plain(conn, &mut TypeCache::default(), &entry.db, locked).await?;
+                projection::reproject_plain(conn, &mut TypeCache::default(), &entry.db, Before::Locked(locked)).await?;
+            let rewritten = followers.rewritten > 0;
             later.extend(batch.iter().filter(|id| !taken.contains(*id)).cloned());
             later.extend(to_reproject_after(conn, &entry.db, followers).await?);
             formula_queue::enqueue(conn, &entry.db, &later, 0).await?;
             reprojection_queue::advance(conn, entry.id, last).await?;
+            if rewritten {
+                // last: the lock on the database's row is then the last one taken, as by writers
+                generation::bump_generation(conn, &entry.db).await?;
+            }
             Ok(true)
         }
         .scope_boxed()

@@ -293,3 +293,41 @@ async fn a_definition_shown_more_narrowly_holds_for_a_large_type_at_commit() {
     let mut conn = app.pool.get().await.unwrap();
     assert_eq!(eds::db::reprojection_queue::pending(&mut conn).await.unwrap(), 0);
 }
+
+/// How many notes the owner finds searching for `word`.
+async fn found(app: &TestApp, owner: &str, word: &str) -> i64 {
+    let path = format!("/api/demo/entity?_type.string=note&q={word}&limit=1");
+    let (status, body) = app.call("GET", &path, Some(owner), None).await;
+    assert_eq!(status, 200, "{body}");
+    body["count"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn a_definition_made_searchable_reprojects_a_large_types_search_text_in_the_background() {
+    let app = TestApp::start_with(support::Storage::Local, &[("actors.formula_poll_ms", "10".to_owned())]).await;
+    let owner = app.owner_token().await;
+    let (_, title, notes) = large_type(&app, &owner).await;
+    assert_eq!(found(&app, &owner, "note").await, 0, "titles are not searched yet");
+
+    let generation = || async {
+        let mut conn = app.pool.get().await.unwrap();
+        eds::db::generation::generation(&mut conn, "demo")
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let before = generation().await;
+    // Only the notes' search text changes: their documents and views stay
+    // as they are, and the background pass must not take them as unchanged.
+    let searched = json!({"type": "search", "boolean": true});
+    let (status, body) = app.post(&format!("/api/demo/entity/{title}"), &owner, searched).await;
+    assert_eq!(status, 200, "{body}");
+    app.settle().await;
+    // the same query as before: an answer cached then is stale now
+    assert_eq!(found(&app, &owner, "note").await, i64::try_from(notes.len()).unwrap());
+    // the write bumped the generation once, and the background pass after it
+    assert!(
+        generation().await > before + 1,
+        "the background pass bumps the generation"
+    );
+}

@@ -3,16 +3,17 @@
 //! file (`eds import`), or from their values read in one statement when the
 //! entities of a type whose definitions changed are re-projected.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use diesel::QueryResult;
-use diesel_async::AsyncPgConnection;
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
 
 use super::one::{name_changes, narrows};
 use super::rebuild::{reads_only_its_type, rebuild};
 use super::store::{self, Stored, update};
 use super::types::TypeCache;
+use crate::db::schema::entities;
 use crate::db::values::{self, EntityRow};
 use crate::model::projection::Projection;
 use crate::model::stored::ValueRow;
@@ -74,6 +75,23 @@ pub struct Followers {
     /// Those fewer may now read, or some of whose properties: formulas
     /// reading them are stripped at once.
     pub narrowed: Vec<String>,
+    /// How many entities' rows were rewritten: a transaction that bumps
+    /// the database's generation itself bumps it when any was.
+    pub rewritten: usize,
+}
+
+/// The stored rows of entities to re-project, as their caller read them.
+pub enum Before {
+    /// Read without locking them: each is written, the `UPDATE` comparing
+    /// its projection with the row it finds then (another transaction may
+    /// have changed it since it was read).
+    Read(Vec<EntityRow>),
+    /// Locked by the caller's transaction, so they hold until it ends: those
+    /// whose projection is the row they hold are not written at all. A change
+    /// to a type re-projects all its entities, most often changing few, and
+    /// the `UPDATE` spent most of a batch reading the projections' JSON
+    /// only to find them unchanged.
+    Locked(Vec<EntityRow>),
 }
 
 /// Re-projects those of entities `before` (their stored rows) whose
@@ -86,15 +104,24 @@ pub async fn reproject_plain(
     conn: &mut AsyncPgConnection,
     types: &mut TypeCache,
     db: &str,
-    before: Vec<EntityRow>,
+    before: Before,
 ) -> QueryResult<(Vec<String>, Followers)> {
+    let (before, locked) = match before {
+        Before::Read(rows) => (rows, false),
+        Before::Locked(rows) => (rows, true),
+    };
     let ids: Vec<String> = before.iter().map(|row| row.id.clone()).collect();
     let mut before: HashMap<String, EntityRow> = before.into_iter().map(|row| (row.id.clone(), row)).collect();
     let (built, others) = build_plain(conn, types, db, &ids).await?;
     let mut followers = Followers::default();
     let mut reprojected = Vec::with_capacity(built.len());
+    // the locked rows that may hold their projection, for `unchanged`
+    let mut held = HashMap::new();
     for (id, projection, lists) in built {
         let Some(row) = before.remove(&id) else { continue };
+        if locked && holds_all_but_search(&row, &projection, &lists) {
+            held.insert(id.clone(), reprojected.len());
+        }
         let read_changed = row.doc != projection.doc
             || row.sharing() != projection.sharing
             || row.public_props != projection.public_props
@@ -110,8 +137,72 @@ pub async fn reproject_plain(
         }
         reprojected.push((id, projection, lists));
     }
-    store(conn, db, &reprojected).await?;
+    let unchanged = unchanged(conn, db, &reprojected, held).await?;
+    let changed: Vec<Built> = reprojected
+        .into_iter()
+        .enumerate()
+        .filter(|(position, _)| !unchanged.contains(position))
+        .map(|(_, built)| built)
+        .collect();
+    followers.rewritten = store(conn, db, &changed).await?;
     Ok((others, followers))
+}
+
+/// Whether `row` holds `projection` and `lists` in every column it was read
+/// with (not its search texts nor `inherit_rights`).
+fn holds_all_but_search(row: &EntityRow, projection: &Projection, lists: &RightsLists) -> bool {
+    let same = |stored: &[String], set: &std::collections::BTreeSet<String>| stored.iter().eq(set.iter());
+    row.doc == projection.doc
+        && row.name == projection.name
+        && row.type_id == projection.type_id
+        && row.parent_ids == projection.parent_ids
+        && row.sharing == projection.sharing.as_str()
+        && row.public_props == projection.public_props
+        && row.domain_props == projection.domain_props
+        && same(&row.owners, &lists.owners)
+        && same(&row.editors, &lists.editors)
+        && same(&row.expanders, &lists.expanders)
+        && same(&row.viewers, &lists.viewers)
+        && same(&row.noaccess, &lists.noaccess)
+}
+
+/// The positions in `built` of the entities `held` (id → position) whose
+/// rows also hold their search texts and `inherit_rights`: their rows
+/// hold their projections whole.
+async fn unchanged(
+    conn: &mut AsyncPgConnection,
+    db: &str,
+    built: &[Built],
+    held: HashMap<String, usize>,
+) -> QueryResult<HashSet<usize>> {
+    if held.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let ids: Vec<&String> = held.keys().collect();
+    let rows: Vec<(String, bool, String, String, String)> = entities::table
+        .filter(entities::db.eq(db))
+        .filter(entities::id.eq_any(ids))
+        .select((
+            entities::id,
+            entities::inherit_rights,
+            entities::search_private,
+            entities::search_domain,
+            entities::search_public,
+        ))
+        .load(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, inherit_rights, private, domain, public)| {
+            let position = *held.get(&id)?;
+            let (_, projection, _) = &built[position];
+            let same = projection.inherit_rights == inherit_rights
+                && projection.search_private == private
+                && projection.search_domain == domain
+                && projection.search_public == public;
+            same.then_some(position)
+        })
+        .collect())
 }
 
 type Built = (String, Projection, RightsLists);
@@ -141,7 +232,8 @@ async fn build_plain(
     Ok((built, others))
 }
 
-async fn store(conn: &mut AsyncPgConnection, db: &str, built: &[Built]) -> QueryResult<()> {
+/// Writes the projections `built`; answers how many rows they changed.
+async fn store(conn: &mut AsyncPgConnection, db: &str, built: &[Built]) -> QueryResult<usize> {
     let stored: Vec<Stored> = built
         .iter()
         .map(|(id, projection, lists)| Stored::new(id, projection, lists))

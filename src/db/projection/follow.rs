@@ -8,7 +8,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value as Json;
 
-use super::bulk::reproject_plain;
+use super::bulk::{Before, reproject_plain};
 use super::one::{Changes, project_one};
 use super::types::TypeCache;
 use crate::db::changes::record_rights_followed;
@@ -100,7 +100,7 @@ pub(super) async fn follow_all(
                         let Some(last) = batch.last() else { break };
                         after = last.clone();
                         let before = values::live_entities(conn, db, &batch).await?;
-                        let (others, followers) = reproject_plain(conn, types, db, before).await?;
+                        let (others, followers) = reproject_plain(conn, types, db, Before::Read(before)).await?;
                         pending.extend(others);
                         queued.extend(formulas::dependents(conn, db, &followers.read_changed, Vec::new()).await?);
                         pending.extend(referrers(conn, db, &followers.name_changed).await?);

@@ -16,7 +16,7 @@ mod types;
 use diesel::prelude::*;
 use diesel_async::AsyncPgConnection;
 
-pub use self::bulk::{Followers, Loaded, insert_plain, reproject_plain};
+pub use self::bulk::{Before, Followers, Loaded, insert_plain, reproject_plain};
 use self::follow::follow;
 pub use self::follow::referrers;
 pub use self::many::project_many;

@@ -63,7 +63,9 @@ pub(super) async fn project_one(
         Some((created_at, created_by)) => {
             store::insert(conn, db, &[stored.created(*created_at, Some(created_by))]).await?
         }
-        None => store::update(conn, db, &[stored]).await?,
+        None => {
+            store::update(conn, db, &[stored]).await?;
+        }
     }
     let (mut changes, read_by) = changes(conn, types, db, id, previous.as_ref(), &projection, &lists, &rows).await?;
     // a new entity has no referrers: only what it names can depend on it

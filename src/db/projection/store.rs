@@ -93,9 +93,10 @@ fn records(stored: &[Stored<'_>]) -> String {
 /// row that already holds its projection is left as it is: rewriting it
 /// would add an entry to each of the table's indexes for nothing (a change
 /// to a type re-projects all its entities, most often changing few).
-pub async fn update(conn: &mut AsyncPgConnection, db: &str, stored: &[Stored<'_>]) -> QueryResult<()> {
+/// Answers how many rows changed.
+pub async fn update(conn: &mut AsyncPgConnection, db: &str, stored: &[Stored<'_>]) -> QueryResult<usize> {
     if stored.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let query = diesel::sql_query(format!(
         "UPDATE entities e SET doc = p.doc, name = p.name, type_id = p.type_id, parent_ids = p.parent_ids, \
@@ -111,7 +112,7 @@ pub async fn update(conn: &mut AsyncPgConnection, db: &str, stored: &[Stored<'_>
     ))
     .bind::<Text, _>(db)
     .bind::<Text, _>(records(stored));
-    Prepared::kept(query).execute(conn).await.map(drop)
+    Prepared::kept(query).execute(conn).await
 }
 
 /// Inserts the rows of new entities with their projections, each [`Stored::created`].
