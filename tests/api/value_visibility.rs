@@ -315,3 +315,47 @@ async fn whole_type_counts_are_exact_for_every_caller_through_creates_deletes_an
     // the parent folder and its inheriting book leave the reader's counts
     assert_eq!(counts().await, [5, 6, 3, 3, 1, 1]);
 }
+
+/// The row version of each live value of `entity`, with its property, in order.
+async fn value_versions(app: &TestApp, entity: &str) -> Vec<(String, String)> {
+    use diesel::sql_types::Text;
+    use diesel_async::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Version {
+        #[diesel(sql_type = Text)]
+        prop: String,
+        #[diesel(sql_type = Text)]
+        version: String,
+    }
+    let mut conn = app.pool.get().await.unwrap();
+    let rows: Vec<Version> = diesel::sql_query(
+        "SELECT prop, xmin::text AS version FROM property_values \
+         WHERE db = 'demo' AND entity_id = $1 AND deleted_at IS NULL AND prop NOT LIKE '\\_%' ORDER BY prop, id",
+    )
+    .bind::<Text, _>(entity)
+    .load(&mut conn)
+    .await
+    .unwrap();
+    rows.into_iter().map(|row| (row.prop, row.version)).collect()
+}
+
+#[tokio::test]
+async fn a_narrowed_definition_rewrites_the_visibility_of_its_own_values_only() {
+    let shelf = shelf().await;
+    let reader = Some(shelf.reader.as_str());
+    let coded = shelf.matches(reader, "code.string.gte=C").await;
+    let before = value_versions(&shelf.app, &shelf.books[0]).await;
+    let narrow = json!({"type": "_sharing", "string": "domain"});
+    let path = format!("/api/demo/entity/{}", shelf.title_definition);
+    let (status, body) = shelf.app.post(&path, &shelf.owner, narrow).await;
+    assert_eq!(status, 200, "{body}");
+    let after = value_versions(&shelf.app, &shelf.books[0]).await;
+
+    let props: Vec<&str> = before.iter().map(|(prop, _)| prop.as_str()).collect();
+    assert_eq!(props, ["code", "price", "price", "title"]);
+    for ((prop, was), (_, is)) in before.iter().zip(&after) {
+        assert_eq!(prop == "title", was != is, "{prop}: {was} → {is}");
+    }
+    assert_eq!(shelf.matches(None, "title.string.gte=A").await, NONE);
+    assert_eq!(shelf.matches(reader, "code.string.gte=C").await, coded);
+}
