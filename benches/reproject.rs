@@ -122,8 +122,15 @@ async fn main() {
         ),
     )
     .await;
+    let members = scalar(
+        &pool,
+        &format!("SELECT count(*) AS n FROM entities WHERE db = 'books' AND type_id = '{book}' AND deleted_at IS NULL"),
+    )
+    .await;
+    // the type made public changes no book's projection while its definitions are private
     println!(
-        "{reprojected} books re-projected in the background within {:.1} s of the write (to the last {WRK_SECONDS} s wrk run's end)",
+        "{members} books re-projected in the background within {:.1} s of the write (to the last {WRK_SECONDS} s \
+         wrk run's end), {reprojected} of them showing `title` publicly",
         finished.as_secs_f64()
     );
     let latencies: Vec<(f64, f64)> = runs.iter().filter_map(|run| run.1).collect();

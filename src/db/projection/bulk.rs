@@ -168,7 +168,8 @@ fn holds_all_but_search(row: &EntityRow, projection: &Projection, lists: &Rights
 
 /// The positions in `built` of the entities `held` (id → position) whose
 /// rows also hold their search texts and `inherit_rights`: their rows
-/// hold their projections whole.
+/// hold their projections whole. With [`holds_all_but_search`], every
+/// column [`update`] writes is compared: a column it gains belongs here too.
 async fn unchanged(
     conn: &mut AsyncPgConnection,
     db: &str,

@@ -92,8 +92,9 @@ fn records(stored: &[Stored<'_>]) -> String {
 /// Writes projections over the rows of their entities in database `db`. A
 /// row that already holds its projection is left as it is: rewriting it
 /// would add an entry to each of the table's indexes for nothing (a change
-/// to a type re-projects all its entities, most often changing few).
-/// Answers how many rows changed.
+/// to a type re-projects all its entities, most often changing few; a
+/// background batch of locked rows leaves those out before, comparing
+/// the same columns). Answers how many rows changed.
 pub async fn update(conn: &mut AsyncPgConnection, db: &str, stored: &[Stored<'_>]) -> QueryResult<usize> {
     if stored.is_empty() {
         return Ok(0);
