@@ -40,7 +40,9 @@ pub async fn reproject_next(conn: &mut AsyncPgConnection) -> QueryResult<bool> {
             let taken: HashSet<String> = locked.iter().map(|row| row.id.clone()).collect();
             let (mut later, followers) =
                 projection::reproject_plain(conn, &mut TypeCache::default(), &entry.db, Before::Locked(locked)).await?;
-            let rewritten = followers.rewritten > 0;
+            // rows of this batch, or (where some were narrowed) the formula
+            // values of those reading them, stripped below
+            let rewritten = followers.rewritten > 0 || !followers.narrowed.is_empty();
             later.extend(batch.iter().filter(|id| !taken.contains(*id)).cloned());
             later.extend(to_reproject_after(conn, &entry.db, followers).await?);
             formula_queue::enqueue(conn, &entry.db, &later, 0).await?;

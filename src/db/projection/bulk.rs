@@ -149,7 +149,10 @@ pub async fn reproject_plain(
 }
 
 /// Whether `row` holds `projection` and `lists` in every column it was read
-/// with (not its search texts nor `inherit_rights`).
+/// with (not its search texts nor `inherit_rights`). Documents compare as
+/// trees: where a tree could call equal what `jsonb` does not (a number
+/// more precise than a `double`, which no value row holds), the row would
+/// be left as it was.
 fn holds_all_but_search(row: &EntityRow, projection: &Projection, lists: &RightsLists) -> bool {
     let same = |stored: &[String], set: &std::collections::BTreeSet<String>| stored.iter().eq(set.iter());
     row.doc == projection.doc
