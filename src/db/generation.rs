@@ -80,9 +80,10 @@ pub async fn take_write_lock(conn: &mut AsyncPgConnection, name: &str) -> QueryR
 }
 
 /// Bumps database `name`'s generation for a writer's transaction begun with
-/// [`begin_writes`] (or one that called [`announce_bump`]), as its last statement: the row lock on `databases` is
-/// then the last lock it takes, as with the trigger, so writers holding
-/// other locks cannot deadlock on it. Answers the new generation.
+/// [`begin_writes`] (or one that called [`announce_bump`]), as its last
+/// statement: the row lock on `databases` is then the last lock it takes, as
+/// with the trigger, so writers holding other locks cannot deadlock on it.
+/// Answers the new generation.
 pub async fn bump_generation(conn: &mut AsyncPgConnection, name: &str) -> QueryResult<i64> {
     let bumped: Generation = Prepared::kept(
         diesel::sql_query("UPDATE databases SET generation = generation + 1 WHERE name = $1 RETURNING generation")
